@@ -1,0 +1,120 @@
+//! What the policy engine says about a call.
+
+use serde::{Deserialize, Serialize};
+
+/// Risk of an action (SPEC P4). Ordered: `L0 < L5`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RiskLevel {
+    /// Information only: `pwd`, `ls`, `git status`.
+    L0,
+    /// Reads: `cat`, `rg`, `git diff`, the read-only tools.
+    L1,
+    /// Build and test: `cargo test`, `npm test`.
+    L2,
+    /// Installs, network, containers, code execution, unknown programs.
+    L3,
+    /// Destructive or publishing: `rm`, `git push`.
+    L4,
+    /// Privilege, secrets, critical deletion.
+    L5,
+}
+
+/// The verdict itself (SPEC P2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Allow,
+    Deny,
+    RequireApproval,
+    /// The action needs a wider sandbox than the session has.
+    RequireEscalation,
+    /// A safer equivalent is offered instead.
+    Rewrite,
+}
+
+impl DecisionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::RequireApproval => "require_approval",
+            Self::RequireEscalation => "require_escalation",
+            Self::Rewrite => "rewrite",
+        }
+    }
+}
+
+/// The layer of the decision chain that decided (SPEC P5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyLayer {
+    /// No policy layer was consulted (the engine is not wired in).
+    None,
+    /// A built-in guard of the tool itself: path roots, protected files.
+    Tool,
+    HardBlock,
+    PathSandbox,
+    Rules,
+    Mode,
+    Approval,
+}
+
+impl PolicyLayer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Tool => "tool",
+            Self::HardBlock => "hard_block",
+            Self::PathSandbox => "path_sandbox",
+            Self::Rules => "rules",
+            Self::Mode => "mode",
+            Self::Approval => "approval",
+        }
+    }
+}
+
+/// A decision with its explanation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub decision: DecisionKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<RiskLevel>,
+    pub reason: String,
+    pub layer: PolicyLayer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+impl Decision {
+    /// The placeholder used while no policy engine is wired in: allow, decided by no layer.
+    pub fn unchecked() -> Self {
+        Self {
+            decision: DecisionKind::Allow,
+            risk: None,
+            reason: "no policy engine consulted".to_owned(),
+            layer: PolicyLayer::None,
+            rule: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn risk_levels_order_and_serialise() {
+        assert!(RiskLevel::L0 < RiskLevel::L5);
+        assert_eq!(serde_json::to_string(&RiskLevel::L3).unwrap(), "\"L3\"");
+    }
+
+    #[test]
+    fn decision_kinds_serialise_snake_case() {
+        let json = serde_json::to_string(&DecisionKind::RequireEscalation).unwrap();
+        assert_eq!(json, "\"require_escalation\"");
+        assert_eq!(
+            DecisionKind::RequireEscalation.as_str(),
+            "require_escalation"
+        );
+    }
+}

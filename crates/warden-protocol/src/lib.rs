@@ -1,0 +1,19 @@
+//! The shared vocabulary of warden.
+//!
+//! Every other crate speaks in these types: [`ToolCall`] and [`ToolResult`] for what a model asks
+//! and what it gets back, [`ToolEvent`] for what the trace records, [`Decision`] and [`RiskLevel`]
+//! for what the policy engine says, and [`SessionState`] for what a session knows. This crate
+//! depends on nothing of warden's.
+//!
+//! Casing: tool results and events are camelCase on the wire; decisions use single words.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod decision;
+mod ids;
+mod session;
+mod tool;
+
+pub use decision::{Decision, DecisionKind, PolicyLayer, RiskLevel};
+pub use ids::{CallId, IdError, SessionId, ToolName};
+pub use session::{Budgets, Message, Role, SessionState, WorkingSet};
+pub use tool::{ToolCall, ToolError, ToolErrorKind, ToolEvent, ToolResult, ToolStatus};
