@@ -1,1 +1,27 @@
-//! placeholder
+//! warden-config: the one owner of warden's settings.
+//!
+//! Settings come in layers, highest priority first: the organisation's managed file, the
+//! command line, the project-local file, the project file and the user file. Each file parses
+//! into a [`RawSettings`] of optional values; [`load`] merges the layers and resolves them into
+//! a complete [`Settings`]. Every failure is a [`ConfigError`] naming the file, line and key.
+//! The JSON schema and the settings reference are generated from the same types
+//! ([`json_schema`], [`settings_markdown`]).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod docs;
+mod error;
+mod load;
+mod merge;
+pub mod raw;
+mod resolve;
+mod settings;
+
+pub use docs::{json_schema, settings_markdown};
+pub use error::ConfigError;
+pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root};
+pub use raw::RawSettings;
+pub use settings::{
+    Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, Model, Org, OrgManifest,
+    PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, Sandbox, SandboxEnv,
+    SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills, Tools,
+};

@@ -16,7 +16,7 @@ pub enum IdError {
     SessionId(String),
 }
 
-/// The id of one session. New ids are UUIDv7, so they sort by creation time.
+/// The id of one session. New ids are `UUIDv7`, so they sort by creation time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct SessionId(String);

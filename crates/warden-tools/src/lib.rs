@@ -1,1 +1,25 @@
-//! placeholder
+//! warden's tool registry and built-in tools.
+//!
+//! A [`Tool`] is a type whose argument struct derives the JSON Schema the model sees; the
+//! [`Registry`] compiles that same schema to validate every incoming call, so the two cannot drift
+//! (SPEC T1). Tools run with a [`ToolContext`] holding the [`PathPolicy`] every path goes through,
+//! and a [`ToolRunner`] records each call in the trace. Built in: `readFile`, `glob`, `grep`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod context;
+mod glob;
+mod grep;
+mod paths;
+mod read;
+mod registry;
+mod runner;
+mod sniff;
+mod walk;
+
+pub use context::{ReadLedger, ReadRecord, ToolContext};
+pub use glob::{Glob, GlobArgs, GlobSort};
+pub use grep::{Grep, GrepArgs};
+pub use paths::{PathPolicy, PatternError, ResolvedPath, normalize};
+pub use read::{ReadFile, ReadFileArgs};
+pub use registry::{Registry, RegistryError, Tool, ToolSpec};
+pub use runner::ToolRunner;

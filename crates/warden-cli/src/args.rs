@@ -1,0 +1,120 @@
+//! The command-line grammar.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::Exit;
+
+/// warden: a runtime that lets a model read, edit and run code, with every boundary enforced.
+#[derive(Debug, Parser)]
+#[command(
+    name = "warden",
+    version,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    /// Run as if started in DIR (the project root is found from there).
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one tool through the registry and print its JSON result.
+    Tool(ToolArgs),
+    /// List the tools the model is offered, with their argument schemas.
+    Tools(ToolsArgs),
+    /// Inspect the trace of recorded tool events.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// Show the resolved settings, the files they came from, or their JSON Schema.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// The tool's name, e.g. readFile, glob, grep.
+    pub name: String,
+    /// The arguments as a JSON object; "-" reads them from standard input.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Record the event in this session instead of a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Do not record the event in the trace.
+    #[arg(long)]
+    pub no_trace: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Print every tool's name, description and schema as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// List recorded sessions, newest first.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show every event of one session.
+    Show {
+        /// The session id (see `warden trace list`).
+        session: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every event of one session as JSON lines.
+    Export {
+        /// The session id (see `warden trace list`).
+        session: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the resolved settings.
+    Show {
+        /// Print JSON instead of TOML-like text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the settings files.
+    Schema,
+}
+
+/// Prints a parse error as one line (help and version print in full) and picks the exit.
+pub(crate) fn report_clap_error(err: &clap::Error) -> Exit {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            Exit::Success
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            Exit::Usage
+        }
+        _ => {
+            let rendered = err.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("warden: error: {first} (see 'warden --help')");
+            Exit::Usage
+        }
+    }
+}

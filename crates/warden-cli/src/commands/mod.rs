@@ -1,0 +1,49 @@
+//! One module per subcommand.
+
+mod config;
+mod tool;
+mod trace;
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use warden_config::{LoadOptions, Settings};
+
+use crate::args::{Cli, Command};
+use crate::{CliError, Exit};
+
+pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
+    let Cli { dir, command } = cli;
+    match command {
+        Command::Tool(args) => tool::run(dir, &args),
+        Command::Tools(args) => tool::list(&args),
+        Command::Trace(command) => trace::run(&command),
+        Command::Config(command) => config::run(dir, &command),
+    }
+}
+
+/// Loads the settings for the working directory (`-C` or the current one).
+pub(crate) fn load_settings(dir: Option<PathBuf>) -> Result<Settings, CliError> {
+    let cwd = match dir {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .context("cannot read the current directory")
+            .map_err(CliError::failure)?,
+    };
+    warden_config::load(&LoadOptions::new(cwd)).map_err(CliError::usage)
+}
+
+/// Opens the trace store at its default place.
+pub(crate) fn open_trace() -> Result<warden_trace::TraceStore, CliError> {
+    let path = warden_trace::default_path().map_err(CliError::failure)?;
+    warden_trace::TraceStore::open(&path).map_err(CliError::failure)
+}
+
+/// Prints a JSON value on one line of stdout.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string(value)
+        .context("cannot serialise output")
+        .map_err(CliError::failure)?;
+    println!("{text}");
+    Ok(())
+}

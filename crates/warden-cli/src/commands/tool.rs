@@ -1,0 +1,105 @@
+//! `warden tool` and `warden tools`.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, anyhow};
+use serde_json::{Value, json};
+use warden_protocol::{SessionId, ToolStatus};
+use warden_tools::{Registry, ToolContext, ToolRunner};
+
+use super::{load_settings, open_trace, print_json};
+use crate::args::{ToolArgs, ToolsArgs};
+use crate::{CliError, Exit};
+
+pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliError> {
+    let arguments = parse_arguments(&args.args)?;
+    let settings = load_settings(dir)?;
+    let registry = Registry::builtin().map_err(CliError::failure)?;
+    if registry.spec(&args.name).is_none() {
+        let known: Vec<String> = registry.specs().map(|s| s.name.to_string()).collect();
+        return Err(CliError::usage(anyhow!(
+            "unknown tool {:?}; known tools: {}",
+            args.name,
+            known.join(", ")
+        )));
+    }
+    let ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    let session = match &args.session {
+        Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
+        None => SessionId::new(),
+    };
+    let store = if args.no_trace {
+        None
+    } else {
+        Some(open_trace()?)
+    };
+    let mut runner =
+        ToolRunner::new(&registry, &ctx, store.as_ref(), session).map_err(CliError::failure)?;
+    let result = runner
+        .run(&args.name, arguments)
+        .map_err(CliError::failure)?;
+    match (result.status, result.output, result.error) {
+        (ToolStatus::Ok, Some(output), _) => {
+            print_json(&output)?;
+            Ok(Exit::Success)
+        }
+        (_, _, error) => {
+            let error = error.map_or_else(
+                || json!({"message": "the tool returned nothing"}),
+                |e| json!(e),
+            );
+            print_json(&json!({ "error": error }))?;
+            let message = error["message"].as_str().unwrap_or("tool failed");
+            eprintln!("warden: {}: {message}", args.name);
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub(super) fn list(args: &ToolsArgs) -> Result<Exit, CliError> {
+    let registry = Registry::builtin().map_err(CliError::failure)?;
+    if args.json {
+        let specs: Vec<_> = registry.specs().collect();
+        print_json(&specs)?;
+    } else {
+        for spec in registry.specs() {
+            let first = spec.description.split(". ").next().unwrap_or_default();
+            println!("{:<10} {first}", spec.name);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn parse_arguments(text: &str) -> Result<Value, CliError> {
+    let text = if text == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .context("cannot read --args from stdin")
+            .map_err(CliError::usage)?;
+        buf
+    } else {
+        text.to_owned()
+    };
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|err| CliError::usage(anyhow!("--args is not valid JSON: {err}")))?;
+    if !value.is_object() {
+        return Err(CliError::usage(anyhow!(
+            "--args must be a JSON object, got {}",
+            kind(&value)
+        )));
+    }
+    Ok(value)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,6 @@
+//! End-to-end tests of the `warden` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod support;
+mod trace;

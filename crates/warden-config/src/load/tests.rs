@@ -1,0 +1,352 @@
+use std::fs;
+
+use tempfile::TempDir;
+
+use super::*;
+use crate::raw::RawPermissions;
+use crate::settings::{PermissionMode, ProviderKind};
+
+/// A temporary machine: managed file, user config dir and a project with `.warden/`.
+struct Fixture {
+    _dir: TempDir,
+    root: PathBuf,
+    managed: PathBuf,
+    user_dir: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("project");
+        fs::create_dir_all(root.join(".warden")).unwrap();
+        Fixture {
+            _dir: dir,
+            managed: base.join("etc/managed.toml"),
+            user_dir: base.join("config/warden"),
+            root,
+        }
+    }
+
+    fn path(&self, layer: Layer) -> PathBuf {
+        match layer {
+            Layer::Managed => self.managed.clone(),
+            Layer::Local => self.root.join(".warden/settings.local.toml"),
+            Layer::Project => self.root.join(".warden/settings.toml"),
+            Layer::User => self.user_dir.join("settings.toml"),
+            Layer::CommandLine => unreachable!("the command line is not a file"),
+        }
+    }
+
+    fn write(&self, layer: Layer, text: &str) -> PathBuf {
+        let path = self.path(layer);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            cwd: self.root.clone(),
+            cli: RawSettings::default(),
+            managed_path: self.managed.clone(),
+            user_config_dir: Some(self.user_dir.clone()),
+        }
+    }
+
+    fn load(&self) -> Result<Settings, ConfigError> {
+        load(&self.options())
+    }
+}
+
+fn cli(text: &str) -> RawSettings {
+    parse_str(text, Path::new("<cli>")).unwrap()
+}
+
+const FILE_LAYERS: [Layer; 4] = [Layer::Managed, Layer::Local, Layer::Project, Layer::User];
+
+#[test]
+fn each_layer_beats_the_layers_below_it() {
+    let fx = Fixture::new();
+    for layer in FILE_LAYERS {
+        fx.write(
+            layer,
+            &format!("[sandbox]\nbackend = \"{}\"\n", layer.as_str()),
+        );
+    }
+    let mut opts = fx.options();
+    opts.cli = cli("[sandbox]\nbackend = \"command_line\"\n");
+    // Remove the winner each round; the next layer down must take over.
+    for expected in [
+        Layer::Managed,
+        Layer::CommandLine,
+        Layer::Local,
+        Layer::Project,
+        Layer::User,
+    ] {
+        assert_eq!(load(&opts).unwrap().sandbox.backend, expected.as_str());
+        match expected {
+            Layer::CommandLine => opts.cli = RawSettings::default(),
+            file => fs::remove_file(fx.path(file)).unwrap(),
+        }
+    }
+    assert_eq!(load(&opts).unwrap().sandbox.backend, "auto");
+}
+
+#[test]
+fn managed_file_beats_command_line_flags() {
+    let fx = Fixture::new();
+    fx.write(Layer::Managed, "[permissions]\nmode = \"plan\"\n");
+    let mut opts = fx.options();
+    opts.cli.permissions = Some(RawPermissions {
+        mode: Some(PermissionMode::Auto),
+        ..RawPermissions::default()
+    });
+    assert_eq!(load(&opts).unwrap().permissions.mode, PermissionMode::Plan);
+}
+
+#[test]
+fn lists_concatenate_across_layers_highest_first_without_duplicates() {
+    let fx = Fixture::new();
+    fx.write(
+        Layer::User,
+        "[permissions]\nallow = [\"a\", \"b\", \"a\"]\n",
+    );
+    fx.write(Layer::Project, "[permissions]\nallow = [\"c\", \"a\"]\n");
+    fx.write(Layer::Local, "[permissions]\nallow = [\"d\"]\n");
+    let mut opts = fx.options();
+    opts.cli = cli("[permissions]\nallow = [\"e\", \"c\"]\n");
+    let settings = load(&opts).unwrap();
+    assert_eq!(settings.permissions.allow, ["e", "c", "d", "a", "b"]);
+}
+
+#[test]
+fn maps_merge_by_key_with_the_highest_layer_winning_each_key() {
+    let fx = Fixture::new();
+    fx.write(
+        Layer::User,
+        "[sandbox.env.set]\nA = \"user\"\nB = \"user\"\n\
+         [model.providers.main]\nkind = \"openai\"\nmodel = \"m-user\"\napi_key_env = \"KEY\"\n",
+    );
+    fx.write(
+        Layer::Project,
+        "[sandbox.env.set]\nA = \"project\"\nC = \"project\"\n\
+         [model.providers.main]\nmodel = \"m-project\"\n",
+    );
+    let settings = fx.load().unwrap();
+    let set: Vec<_> = settings.sandbox.env.set.iter().collect();
+    let owned = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    let expected = [
+        owned("A", "project"),
+        owned("B", "user"),
+        owned("C", "project"),
+    ];
+    assert_eq!(
+        set,
+        expected.iter().map(|(k, v)| (k, v)).collect::<Vec<_>>()
+    );
+    let main = &settings.model.providers["main"];
+    assert_eq!(main.model, "m-project");
+    assert_eq!(main.kind, ProviderKind::Openai);
+    assert_eq!(main.api_key_env.as_deref(), Some("KEY"));
+    assert_eq!(main.base_url, "https://api.openai.com/v1");
+}
+
+#[test]
+fn nested_tables_merge_key_by_key() {
+    let fx = Fixture::new();
+    fx.write(Layer::User, "[sandbox.limits]\nmemory_mb = 512\npids = 8\n");
+    fx.write(Layer::Project, "[sandbox.limits]\npids = 16\n");
+    let limits = fx.load().unwrap().sandbox.limits;
+    assert_eq!(
+        (limits.memory_mb, limits.pids, limits.timeout_seconds),
+        (512, 16, 120)
+    );
+}
+
+#[test]
+fn missing_files_are_skipped_and_give_the_defaults() {
+    let fx = Fixture::new();
+    let settings = fx.load().unwrap();
+    assert!(settings.sources.is_empty());
+    assert_eq!(settings, Settings::defaults(fx.root.clone()));
+}
+
+#[test]
+fn sources_list_the_files_read_highest_first() {
+    let fx = Fixture::new();
+    let user = fx.write(Layer::User, "");
+    let managed = fx.write(Layer::Managed, "");
+    let local = fx.write(Layer::Local, "");
+    let sources = fx.load().unwrap().sources;
+    let expected = [
+        (Layer::Managed, managed),
+        (Layer::Local, local),
+        (Layer::User, user),
+    ]
+    .map(|(layer, path)| SettingsSource { layer, path });
+    assert_eq!(sources, expected);
+}
+
+#[test]
+fn project_root_is_the_nearest_ancestor_with_dot_warden_or_dot_git() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let deep = base.join("a/b/c");
+    fs::create_dir_all(&deep).unwrap();
+    assert_eq!(project_root(&deep), deep, "no marker: the cwd itself");
+
+    fs::create_dir_all(base.join("a/.git")).unwrap();
+    assert_eq!(project_root(&deep), base.join("a"), ".git directory");
+
+    fs::write(base.join("a/b/.git"), "gitdir: elsewhere\n").unwrap();
+    assert_eq!(
+        project_root(&deep),
+        base.join("a/b"),
+        ".git file (worktree)"
+    );
+
+    fs::create_dir_all(deep.join(".warden")).unwrap();
+    assert_eq!(project_root(&deep), deep, ".warden in the cwd itself");
+}
+
+#[test]
+fn project_files_are_found_from_a_subdirectory() {
+    let fx = Fixture::new();
+    fx.write(Layer::Project, "[skills]\nenabled = false\n");
+    let sub = fx.root.join("src/deep");
+    fs::create_dir_all(&sub).unwrap();
+    let mut opts = fx.options();
+    opts.cwd = sub.clone();
+    let settings = load(&opts).unwrap();
+    assert!(!settings.skills.enabled);
+    assert_eq!(
+        (settings.project_root, settings.cwd),
+        (fx.root.clone(), sub)
+    );
+}
+
+#[test]
+fn missing_working_directory_is_an_error() {
+    let fx = Fixture::new();
+    let mut opts = fx.options();
+    opts.cwd = fx.root.join("nope");
+    let err = load(&opts).unwrap_err();
+    assert!(matches!(err, ConfigError::WorkingDirectory { .. }), "{err}");
+}
+
+#[test]
+fn malformed_toml_names_the_file_and_line() {
+    let fx = Fixture::new();
+    let path = fx.write(Layer::Project, "[sandbox]\nenabled = true\nbackend = \"x\n");
+    let err = fx.load().unwrap_err();
+    let ConfigError::Syntax { path: at, line, .. } = &err else {
+        panic!("expected a syntax error, got {err}");
+    };
+    assert_eq!((at, *line), (&path, Some(3)));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:3:", path.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_type_names_the_dotted_key_line_and_column() {
+    let fx = Fixture::new();
+    let path = fx.write(Layer::User, "[sandbox.limits]\ntimeout_seconds = \"x\"\n");
+    let err = fx.load().unwrap_err();
+    let expected = format!(
+        "{}:2:19: sandbox.limits.timeout_seconds: invalid type: string \"x\", expected u64",
+        path.display()
+    );
+    assert_eq!(err.to_string(), expected);
+}
+
+#[test]
+fn unknown_key_is_an_error_naming_the_key() {
+    let fx = Fixture::new();
+    let path = fx.write(Layer::Local, "[sandbox]\nenabled = true\nbakend = \"x\"\n");
+    let err = fx.load().unwrap_err();
+    let ConfigError::Key { key, line, .. } = &err else {
+        panic!("expected a key error, got {err}");
+    };
+    assert_eq!((key.as_str(), *line), ("sandbox.bakend", Some(3)));
+    let message = err.to_string();
+    assert!(message.starts_with(&format!(
+        "{}:3:1: sandbox.bakend: unknown field",
+        path.display()
+    )));
+}
+
+#[test]
+fn org_table_outside_the_managed_file_is_refused() {
+    for layer in [Layer::Local, Layer::Project, Layer::User] {
+        let fx = Fixture::new();
+        let path = fx.write(
+            layer,
+            "[skills]\nenabled = true\n\n[org]\nrequire_sandbox = false\n",
+        );
+        let err = fx.load().unwrap_err();
+        assert!(
+            matches!(err, ConfigError::OrgOutsideManaged { .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{}:4:1: org:", path.display())),
+            "{err}"
+        );
+    }
+    let fx = Fixture::new();
+    let mut opts = fx.options();
+    opts.cli = cli("org.require_sandbox = true\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.starts_with("command line: org:"), "{err}");
+}
+
+#[test]
+fn org_table_in_the_managed_file_applies() {
+    let fx = Fixture::new();
+    fx.write(
+        Layer::Managed,
+        "[org]\nallowed_modes = [\"plan\", \"default\"]\n",
+    );
+    let org = fx.load().unwrap().org;
+    assert_eq!(
+        org.allowed_modes,
+        [PermissionMode::Plan, PermissionMode::Default]
+    );
+}
+
+#[test]
+fn a_full_file_parses() {
+    let text = r#"
+        [permissions]
+        mode = "accept-edits"
+        deny = ["Bash(rm -rf:*)"]
+        [sandbox]
+        profile = "read-only"
+        [sandbox.network]
+        mode = "allowlist"
+        allowed_domains = ["crates.io"]
+        [sandbox.env.set]
+        CARGO_TERM_COLOR = "never"
+        [tools.grep]
+        max_hits = 50
+        [model]
+        default = "main"
+        [model.prices."gpt-x"]
+        input_per_mtok = 1.25
+        output_per_mtok = 10.0
+        [budgets]
+        max_cost_usd = 2.5
+        [context]
+        tool_output_tokens = 8000
+        [skills]
+        roots = ["~/skills"]
+    "#;
+    let raw = parse_str(text, Path::new("full.toml")).unwrap();
+    let permissions = raw.permissions.unwrap_or_default();
+    assert_eq!(permissions.mode, Some(PermissionMode::AcceptEdits));
+}

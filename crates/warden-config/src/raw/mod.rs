@@ -1,0 +1,201 @@
+//! The per-file layer: what one settings file (or the command line) says, every key optional.
+//!
+//! Each file parses into a [`RawSettings`]; the loader merges them highest priority first and
+//! resolves the result into [`crate::Settings`]. The command line builds a `RawSettings` for its
+//! flags, e.g. `permissions.mode`. The doc comments here are the settings reference: they become
+//! the JSON schema and `docs/settings.md`.
+
+mod tables;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::merge::merge_struct;
+use crate::settings::PermissionMode;
+
+pub use tables::{
+    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawModel, RawOrg,
+    RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools,
+};
+
+/// warden settings: one file's worth. Files merge highest priority first: managed, command
+/// line, project-local, project, user. Scalars: the highest layer that sets one wins. Lists:
+/// concatenated across layers, duplicates removed. Maps and tables: merged by key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(title = "warden settings")]
+pub struct RawSettings {
+    /// Permission mode and the allow, ask and deny rules of the policy engine.
+    pub permissions: Option<RawPermissions>,
+    /// How commands are confined: backend, profile, filesystem, network, limits, environment.
+    pub sandbox: Option<RawSandbox>,
+    /// Limits of the built-in read, glob and grep tools.
+    pub tools: Option<RawTools>,
+    /// Model providers, the default model and prices.
+    pub model: Option<RawModel>,
+    /// Per-run limits on tokens, cost, time, tool calls and turns.
+    pub budgets: Option<RawBudgets>,
+    /// How the model's context window is shared out.
+    pub context: Option<RawContext>,
+    /// Skill discovery.
+    pub skills: Option<RawSkills>,
+    /// Organisation limits. Only allowed in the managed file, `/etc/warden/managed.toml`.
+    pub org: Option<RawOrg>,
+}
+
+merge_struct!(RawSettings {
+    permissions,
+    sandbox,
+    tools,
+    model,
+    budgets,
+    context,
+    skills,
+    org,
+});
+
+/// `[permissions]`: the permission mode and the policy rules.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawPermissions {
+    /// How much the agent may do without asking: `plan` (read only), `default` (ask before
+    /// edits and commands), `accept-edits` (edits allowed, commands ask), `auto` (safe actions
+    /// run) or `bypass` (everything not denied runs). Default `default`.
+    pub mode: Option<PermissionMode>,
+    /// Permission rules whose matches run without asking. Default empty.
+    pub allow: Option<Vec<String>>,
+    /// Permission rules whose matches always ask. Default empty.
+    pub ask: Option<Vec<String>>,
+    /// Permission rules whose matches are refused. Default empty.
+    pub deny: Option<Vec<String>>,
+    /// Path patterns no tool may write, relative to the project root unless absolute.
+    /// Default empty.
+    pub protected_paths: Option<Vec<String>>,
+}
+
+merge_struct!(RawPermissions {
+    mode,
+    allow,
+    ask,
+    deny,
+    protected_paths,
+});
+
+/// `[sandbox]`: how commands are confined.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawSandbox {
+    /// Run commands inside the sandbox. Default `true`.
+    pub enabled: Option<bool>,
+    /// Refuse to run commands when sandboxing is enabled but no backend works, instead of
+    /// running them unconfined. Default `true`.
+    pub fail_if_unavailable: Option<bool>,
+    /// Sandbox backend; `auto` picks the best one available on this system. Default `auto`.
+    pub backend: Option<String>,
+    /// Base sandbox profile, naming what commands may read and write. Default
+    /// `workspace-write`.
+    pub profile: Option<String>,
+    /// Paths added to or removed from the profile.
+    pub filesystem: Option<RawSandboxFilesystem>,
+    /// Network access from inside the sandbox.
+    pub network: Option<RawSandboxNetwork>,
+    /// Resource limits per command.
+    pub limits: Option<RawSandboxLimits>,
+    /// The environment commands see.
+    pub env: Option<RawSandboxEnv>,
+}
+
+merge_struct!(RawSandbox {
+    enabled,
+    fail_if_unavailable,
+    backend,
+    profile,
+    filesystem,
+    network,
+    limits,
+    env,
+});
+
+/// `[sandbox.filesystem]`: path patterns, relative to the project root unless absolute.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawSandboxFilesystem {
+    /// Extra paths commands may read. Default empty.
+    pub allow_read: Option<Vec<String>>,
+    /// Paths commands may never read, even if the profile allows them. Default empty.
+    pub deny_read: Option<Vec<String>>,
+    /// Extra paths commands may write. Default empty.
+    pub allow_write: Option<Vec<String>>,
+    /// Paths commands may never write, even if the profile allows them. Default empty.
+    pub deny_write: Option<Vec<String>>,
+}
+
+merge_struct!(RawSandboxFilesystem {
+    allow_read,
+    deny_read,
+    allow_write,
+    deny_write,
+});
+
+/// `[sandbox.network]`: network access from inside the sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawSandboxNetwork {
+    /// Network mode: `off` blocks all network access. Default `off`.
+    pub mode: Option<String>,
+    /// Domains commands may reach when the network is not off. Default empty.
+    pub allowed_domains: Option<Vec<String>>,
+    /// Domains always refused, even if allowed elsewhere. Default empty.
+    pub denied_domains: Option<Vec<String>>,
+    /// Refuse connections to private, loopback and link-local addresses. Default `true`.
+    pub block_private_ranges: Option<bool>,
+}
+
+merge_struct!(RawSandboxNetwork {
+    mode,
+    allowed_domains,
+    denied_domains,
+    block_private_ranges,
+});
+
+/// `[sandbox.limits]`: resource limits per command; each must be greater than zero.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawSandboxLimits {
+    /// Wall-clock seconds before the command is killed. Default `120`.
+    pub timeout_seconds: Option<u64>,
+    /// Memory limit in MiB. Default `2048`.
+    pub memory_mb: Option<u64>,
+    /// Maximum number of processes and threads. Default `256`.
+    pub pids: Option<u64>,
+    /// CPU limit in CPUs, fractions allowed. Default `1.0`.
+    pub cpu: Option<f64>,
+    /// Limit on disk written, in MiB. Default `1024`.
+    pub disk_mb: Option<u64>,
+    /// Output captured per command in bytes; the rest is cut. Default `1048576`.
+    pub output_bytes: Option<u64>,
+}
+
+merge_struct!(RawSandboxLimits {
+    timeout_seconds,
+    memory_mb,
+    pids,
+    cpu,
+    disk_mb,
+    output_bytes,
+});
+
+/// `[sandbox.env]`: the environment commands see; everything else is cleared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawSandboxEnv {
+    /// Variables passed through from warden's environment. Setting it in any layer replaces
+    /// the default. Default `["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER"]`.
+    pub allow: Option<Vec<String>>,
+    /// Variables set to fixed values, `NAME = "value"`. Default empty.
+    pub set: Option<BTreeMap<String, String>>,
+}
+
+merge_struct!(RawSandboxEnv { allow, set });

@@ -1,0 +1,323 @@
+//! The resolved settings: every value present, defaults filled in, validated.
+//!
+//! These are the types other crates code against. Defaults live in the `Default` impls here and
+//! in [`tables`]; `resolve` falls back to them, so the reference docs and the loader agree.
+
+mod tables;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+pub use tables::{
+    Budgets, Context, ContextShares, GlobTool, GrepTool, Model, Org, OrgManifest, Price, Provider,
+    ProviderKind, ReadTool, Skills, Tools,
+};
+
+/// Every setting, resolved from all layers. Build one with [`crate::load`], or
+/// [`Settings::defaults`] in tests and tools.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Settings {
+    /// Nearest ancestor of `cwd` holding `.warden/` or `.git`, else `cwd`.
+    pub project_root: PathBuf,
+    /// The canonical working directory the settings were loaded for.
+    pub cwd: PathBuf,
+    /// Settings files actually read, highest priority first.
+    pub sources: Vec<SettingsSource>,
+    /// `[permissions]`.
+    pub permissions: Permissions,
+    /// `[sandbox]`.
+    pub sandbox: Sandbox,
+    /// `[tools]`.
+    pub tools: Tools,
+    /// `[model]`.
+    pub model: Model,
+    /// `[budgets]`.
+    pub budgets: Budgets,
+    /// `[context]`.
+    pub context: Context,
+    /// `[skills]`.
+    pub skills: Skills,
+    /// `[org]`, only ever set by the managed file.
+    pub org: Org,
+}
+
+impl Settings {
+    /// Every setting at its default, rooted at `project_root` (also used as `cwd`), no sources.
+    pub fn defaults(project_root: PathBuf) -> Settings {
+        Settings {
+            cwd: project_root.clone(),
+            project_root,
+            sources: Vec::new(),
+            permissions: Permissions::default(),
+            sandbox: Sandbox::default(),
+            tools: Tools::default(),
+            model: Model::default(),
+            budgets: Budgets::default(),
+            context: Context::default(),
+            skills: Skills::default(),
+            org: Org::default(),
+        }
+    }
+}
+
+/// One settings file that was read, and the layer it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SettingsSource {
+    /// Which layer the file is.
+    pub layer: Layer,
+    /// Where the file is.
+    pub path: PathBuf,
+}
+
+/// The settings layers, highest priority first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// `/etc/warden/managed.toml`, set by the organisation; the only place `[org]` may appear.
+    Managed,
+    /// Command-line flags.
+    CommandLine,
+    /// `<project_root>/.warden/settings.local.toml`, personal and not committed.
+    Local,
+    /// `<project_root>/.warden/settings.toml`, shared with the project.
+    Project,
+    /// `$XDG_CONFIG_HOME/warden/settings.toml`.
+    User,
+}
+
+impl Layer {
+    /// The `snake_case` name used in JSON and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Managed => "managed",
+            Layer::CommandLine => "command_line",
+            Layer::Local => "local",
+            Layer::Project => "project",
+            Layer::User => "user",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Read-only: the agent may look but not change anything.
+    Plan,
+    /// Ask before edits and commands not allowed by a rule.
+    #[default]
+    Default,
+    /// File edits inside the project are allowed; commands still ask.
+    AcceptEdits,
+    /// Allowed by rules or judged safe runs; the rest asks.
+    Auto,
+    /// Everything not denied runs without asking.
+    Bypass,
+}
+
+impl PermissionMode {
+    /// All modes, most restrictive first.
+    pub const ALL: [PermissionMode; 5] = [
+        PermissionMode::Plan,
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Auto,
+        PermissionMode::Bypass,
+    ];
+
+    /// The kebab-case name used in settings and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Plan => "plan",
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Auto => "auto",
+            PermissionMode::Bypass => "bypass",
+        }
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| ConfigError::UnknownPermissionMode(s.to_owned()))
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[permissions]`: the mode and the rules the policy engine applies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Permissions {
+    /// Default [`PermissionMode::Default`].
+    pub mode: PermissionMode,
+    /// Rules that allow without asking. Default empty.
+    pub allow: Vec<String>,
+    /// Rules that always ask. Default empty.
+    pub ask: Vec<String>,
+    /// Rules that always deny. Default empty.
+    pub deny: Vec<String>,
+    /// Paths no tool may write, as patterns. Default empty.
+    pub protected_paths: Vec<String>,
+}
+
+/// `[sandbox]`: how commands are confined.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Sandbox {
+    /// Default `true`.
+    pub enabled: bool,
+    /// Refuse to run commands when no sandbox backend works. Default `true`.
+    pub fail_if_unavailable: bool,
+    /// Default `"auto"`.
+    pub backend: String,
+    /// Default `"workspace-write"`.
+    pub profile: String,
+    /// `[sandbox.filesystem]`.
+    pub filesystem: SandboxFilesystem,
+    /// `[sandbox.network]`.
+    pub network: SandboxNetwork,
+    /// `[sandbox.limits]`.
+    pub limits: SandboxLimits,
+    /// `[sandbox.env]`.
+    pub env: SandboxEnv,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox {
+            enabled: true,
+            fail_if_unavailable: true,
+            backend: "auto".to_owned(),
+            profile: "workspace-write".to_owned(),
+            filesystem: SandboxFilesystem::default(),
+            network: SandboxNetwork::default(),
+            limits: SandboxLimits::default(),
+            env: SandboxEnv::default(),
+        }
+    }
+}
+
+/// `[sandbox.filesystem]`: path patterns added to the profile. All default empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SandboxFilesystem {
+    /// Extra readable paths.
+    pub allow_read: Vec<String>,
+    /// Paths never readable.
+    pub deny_read: Vec<String>,
+    /// Extra writable paths.
+    pub allow_write: Vec<String>,
+    /// Paths never writable.
+    pub deny_write: Vec<String>,
+}
+
+/// `[sandbox.network]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SandboxNetwork {
+    /// Default `"off"`.
+    pub mode: String,
+    /// Default empty.
+    pub allowed_domains: Vec<String>,
+    /// Default empty.
+    pub denied_domains: Vec<String>,
+    /// Default `true`.
+    pub block_private_ranges: bool,
+}
+
+impl Default for SandboxNetwork {
+    fn default() -> Self {
+        SandboxNetwork {
+            mode: "off".to_owned(),
+            allowed_domains: Vec::new(),
+            denied_domains: Vec::new(),
+            block_private_ranges: true,
+        }
+    }
+}
+
+/// `[sandbox.limits]`: per-command resource limits, all greater than zero.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SandboxLimits {
+    /// Default 120.
+    pub timeout_seconds: u64,
+    /// Default 2048.
+    pub memory_mb: u64,
+    /// Default 256.
+    pub pids: u64,
+    /// CPUs. Default 1.0.
+    pub cpu: f64,
+    /// Default 1024.
+    pub disk_mb: u64,
+    /// Captured output per command. Default 1048576.
+    pub output_bytes: u64,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            timeout_seconds: 120,
+            memory_mb: 2048,
+            pids: 256,
+            cpu: 1.0,
+            disk_mb: 1024,
+            output_bytes: 1_048_576,
+        }
+    }
+}
+
+/// `[sandbox.env]`: the environment commands see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SandboxEnv {
+    /// Variables passed through. Default [`SandboxEnv::DEFAULT_ALLOW`].
+    pub allow: Vec<String>,
+    /// Variables set to fixed values. Default empty.
+    pub set: std::collections::BTreeMap<String, String>,
+}
+
+impl SandboxEnv {
+    /// Variables passed through when no layer sets `sandbox.env.allow`.
+    pub const DEFAULT_ALLOW: [&'static str; 7] =
+        ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER"];
+}
+
+impl Default for SandboxEnv {
+    fn default() -> Self {
+        SandboxEnv {
+            allow: strings(&SandboxEnv::DEFAULT_ALLOW),
+            set: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+pub(crate) fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|&s| s.to_owned()).collect()
+}

@@ -1,0 +1,79 @@
+//! What a tool runs with: the path policy, its caps, and what this session has read.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use warden_config::{Settings, Tools};
+
+use crate::paths::{PathPolicy, PatternError};
+
+/// What one read saw, so that a later edit can tell whether the file changed since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// SHA-256 of the whole file, hex.
+    pub sha256: String,
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// Read records by real path; shared by the tools of one session.
+#[derive(Debug, Default)]
+pub struct ReadLedger {
+    records: Mutex<HashMap<PathBuf, ReadRecord>>,
+}
+
+impl ReadLedger {
+    pub fn record(&self, path: PathBuf, record: ReadRecord) {
+        if let Ok(mut records) = self.records.lock() {
+            records.insert(path, record);
+        }
+    }
+
+    pub fn get(&self, path: &Path) -> Option<ReadRecord> {
+        self.records.lock().ok()?.get(path).cloned()
+    }
+}
+
+/// Everything a tool call may use.
+#[derive(Debug)]
+pub struct ToolContext {
+    /// The working directory relative paths start from.
+    pub cwd: PathBuf,
+    pub paths: PathPolicy,
+    /// Per-tool caps.
+    pub caps: Tools,
+    pub reads: ReadLedger,
+}
+
+impl ToolContext {
+    /// Builds the context from resolved settings: the roots are the project root plus
+    /// `[sandbox.filesystem] allow_read`; the denied patterns are `[tools.read] deny` plus
+    /// `[sandbox.filesystem] deny_read`, so the in-process tools and the sandbox refuse alike.
+    pub fn from_settings(settings: &Settings) -> Result<Self, PatternError> {
+        let mut roots = vec![settings.project_root.clone()];
+        for extra in &settings.sandbox.filesystem.allow_read {
+            roots.push(expand(&settings.project_root, extra));
+        }
+        let mut denied = settings.tools.read.deny.clone();
+        denied.extend(settings.sandbox.filesystem.deny_read.iter().cloned());
+        Ok(Self {
+            cwd: settings.cwd.clone(),
+            paths: PathPolicy::new(&roots, &denied)?,
+            caps: settings.tools.clone(),
+            reads: ReadLedger::default(),
+        })
+    }
+}
+
+fn expand(project_root: &Path, entry: &str) -> PathBuf {
+    if let Some(rest) = entry.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    if let Some(rest) = entry.strip_prefix("//") {
+        return PathBuf::from("/").join(rest);
+    }
+    project_root.join(entry)
+}

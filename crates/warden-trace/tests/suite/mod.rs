@@ -1,0 +1,4 @@
+mod durability;
+mod redaction;
+mod store;
+mod support;
