@@ -1,6 +1,7 @@
 //! One definition per tool: the schema the model sees is the schema that validates its arguments.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use jsonschema::error::ValidationErrorKind;
 use schemars::JsonSchema;
@@ -44,8 +45,6 @@ pub enum RegistryError {
     Duplicate { name: String },
     #[error("tool name {0}")]
     Name(#[from] warden_protocol::IdError),
-    #[error("the argument schema of tool {name:?} does not compile: {message}")]
-    Schema { name: String, message: String },
 }
 
 trait ErasedTool: Send + Sync {
@@ -70,8 +69,34 @@ impl<T: Tool> ErasedTool for Typed<T> {
 
 struct Entry {
     spec: ToolSpec,
-    validator: jsonschema::Validator,
+    /// Compiled on first use: a one-shot process runs one tool and should not pay for all.
+    validator: OnceLock<jsonschema::Validator>,
     tool: Box<dyn ErasedTool>,
+}
+
+impl Entry {
+    fn validator(&self) -> Result<&jsonschema::Validator, ToolError> {
+        if let Some(validator) = self.validator.get() {
+            return Ok(validator);
+        }
+        let compiled = compile(&self.spec.parameters).map_err(|message| {
+            ToolError::new(
+                ToolErrorKind::InvalidArguments,
+                format!(
+                    "the schema of {} does not compile: {message}",
+                    self.spec.name
+                ),
+            )
+        })?;
+        Ok(self.validator.get_or_init(|| compiled))
+    }
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|err| err.to_string())
 }
 
 /// The set of tools a session offers, by name.
@@ -104,13 +129,6 @@ impl Registry {
             });
         }
         let parameters = model_schema::<T::Args>();
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(&parameters)
-            .map_err(|err| RegistryError::Schema {
-                name: T::NAME.to_owned(),
-                message: err.to_string(),
-            })?;
         let spec = ToolSpec {
             name,
             description: T::DESCRIPTION.to_owned(),
@@ -121,7 +139,7 @@ impl Registry {
             T::NAME.to_owned(),
             Entry {
                 spec,
-                validator,
+                validator: OnceLock::new(),
                 tool: Box::new(Typed(tool)),
             },
         );
@@ -141,7 +159,7 @@ impl Registry {
     /// Checks the arguments against the tool's schema without running it.
     pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
         let entry = self.entry(name)?;
-        match entry.validator.iter_errors(args).next() {
+        match entry.validator()?.iter_errors(args).next() {
             None => Ok(()),
             Some(err) => Err(argument_error(name, &entry.spec.parameters, &err)),
         }

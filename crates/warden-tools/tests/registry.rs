@@ -25,6 +25,12 @@ fn every_builtin_tool_has_a_closed_object_schema() {
         );
         assert!(spec.parameters.get("$schema").is_none());
         assert!(spec.read_only);
+        // The schema compiles: validation runs and names the missing argument.
+        let err = registry
+            .validate(spec.name.as_str(), &json!({}))
+            .unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments, "{}", spec.name);
+        assert!(err.field.is_some());
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 use warden_protocol::{SessionId, ToolEvent};
 
@@ -28,9 +28,9 @@ pub struct SessionSummary {
     pub session_id: SessionId,
     /// Number of events recorded.
     pub events: u64,
-    /// Timestamp of the earliest event.
+    /// Timestamp of the first event (lowest seq).
     pub first_timestamp: String,
-    /// Timestamp of the latest event.
+    /// Timestamp of the last event (highest seq).
     pub last_timestamp: String,
     /// Events whose status is `denied`: the policy refused and the tool never ran.
     pub denied: u64,
@@ -38,9 +38,10 @@ pub struct SessionSummary {
     pub errors: u64,
 }
 
-const UPSERT_SESSION: &str = "INSERT INTO sessions (id, started_at, started_ms, last_seq) \
-     VALUES (?1, ?2, ?3, ?4) \
-     ON CONFLICT (id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)";
+/// Creates the session on its first event; later events only look it up, so they write no page
+/// of `sessions`.
+const INSERT_SESSION: &str = "INSERT INTO sessions (id, started_at, started_ms) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (id) DO NOTHING";
 
 const INSERT_EVENT: &str = "INSERT INTO tool_events (session_id, seq, tool, arguments, decision, \
      risk, layer, rule, reason, sandbox_profile, status, error, duration_ms, timestamp, ts_ms, \
@@ -48,9 +49,8 @@ const INSERT_EVENT: &str = "INSERT INTO tool_events (session_id, seq, tool, argu
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
 const SESSIONS: &str = "SELECT s.id, count(*), \
-       (SELECT timestamp FROM tool_events f WHERE f.session_id = s.id ORDER BY ts_ms, seq LIMIT 1), \
-       (SELECT timestamp FROM tool_events l WHERE l.session_id = s.id \
-          ORDER BY ts_ms DESC, seq DESC LIMIT 1), \
+       (SELECT timestamp FROM tool_events f WHERE f.session_id = s.id ORDER BY seq LIMIT 1), \
+       (SELECT timestamp FROM tool_events l WHERE l.session_id = s.id ORDER BY seq DESC LIMIT 1), \
        coalesce(sum(e.status = 'denied'), 0), coalesce(sum(e.status = 'error'), 0) \
      FROM sessions s JOIN tool_events e ON e.session_id = s.id \
      GROUP BY s.id ORDER BY s.started_ms DESC, s.id DESC";
@@ -78,18 +78,14 @@ impl TraceStore {
     pub fn next_seq(&self, session: &SessionId) -> Result<u64, TraceError> {
         let last: Option<i64> = self
             .conn
-            .prepare_cached("SELECT last_seq FROM sessions WHERE id = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_map([session.as_str()], |row| row.get(0))?
-                    .next()
-                    .transpose()
-            })
+            .prepare_cached("SELECT max(seq) FROM tool_events WHERE session_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([session.as_str()], |row| row.get(0)))
             .map_err(|source| self.sqlite(source))?;
         let last = u64::try_from(last.unwrap_or(0)).map_err(|_| TraceError::BadRow {
             path: self.path.clone(),
-            table: "sessions",
-            row: last.unwrap_or(0),
-            reason: format!("negative last_seq for session {session}"),
+            table: "tool_events",
+            row: 0,
+            reason: format!("negative seq in session {session}"),
         })?;
         Ok(last + 1)
     }
@@ -131,8 +127,8 @@ impl TraceStore {
         let reason = redact(&event.decision.reason);
         let session = event.session_id.as_str();
 
-        tx.prepare_cached(UPSERT_SESSION)
-            .and_then(|mut stmt| stmt.execute(params![session, event.timestamp, ts_ms, seq]))
+        tx.prepare_cached(INSERT_SESSION)
+            .and_then(|mut stmt| stmt.execute(params![session, event.timestamp, ts_ms]))
             .map_err(|source| self.sqlite(source))?;
         let decision = &event.decision;
         tx.prepare_cached(INSERT_EVENT)
@@ -157,13 +153,16 @@ impl TraceStore {
                     bytes_out,
                 ])
             })
-            .map_err(|source| match source.sqlite_error_code() {
-                Some(ErrorCode::ConstraintViolation) => TraceError::Duplicate {
-                    path: self.path.clone(),
-                    session: event.session_id.clone(),
-                    seq: event.seq,
-                },
-                _ => self.sqlite(source),
+            .map_err(|source| {
+                if is_unique_violation(&source) {
+                    TraceError::Duplicate {
+                        path: self.path.clone(),
+                        session: event.session_id.clone(),
+                        seq: event.seq,
+                    }
+                } else {
+                    self.sqlite(source)
+                }
             })?;
         Ok(())
     }
@@ -230,4 +229,13 @@ impl TraceStore {
     fn sqlite(&self, source: rusqlite::Error) -> TraceError {
         TraceError::sqlite(&self.path, source)
     }
+}
+
+/// Only UNIQUE (session, seq) can fail this way; a foreign key or CHECK failure is not a
+/// duplicate.
+fn is_unique_violation(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(e, _) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+    )
 }

@@ -8,60 +8,58 @@
 mod rules;
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 use serde_json::Value;
 
 use rules::{REDACTED, Rule};
 
-struct Compiled {
-    regex: Regex,
-    accept: fn(&str) -> bool,
+struct Lazy {
+    rule: Rule,
+    /// Compiled on the first text that holds one of the rule's needles; `None` if the pattern
+    /// does not compile (the tests compile every one).
+    regex: OnceLock<Option<Regex>>,
 }
 
+/// The rules, each compiled only when first needed: most texts hold none of the needles, so a
+/// one-shot process pays for no regex compilation at all.
 struct Redactor {
-    /// Every rule at once: one pass over the text tells which rules need to run. `None` only if
-    /// the set failed to build, in which case every rule runs.
-    set: Option<RegexSet>,
-    rules: Vec<Compiled>,
+    rules: Vec<Lazy>,
 }
 
-static REDACTOR: LazyLock<Redactor> = LazyLock::new(|| Redactor::new(&rules::rules()));
+static REDACTOR: LazyLock<Redactor> = LazyLock::new(|| Redactor {
+    rules: rules::rules()
+        .into_iter()
+        .map(|rule| Lazy {
+            rule,
+            regex: OnceLock::new(),
+        })
+        .collect(),
+});
 
 impl Redactor {
-    /// A rule whose pattern does not compile is skipped; the tests compile every one.
-    fn new(rules: &[Rule]) -> Self {
-        let rules: Vec<(&str, Compiled)> = rules
-            .iter()
-            .filter_map(|rule| {
-                let regex = Regex::new(rule.pattern).ok()?;
-                Some((
-                    rule.pattern,
-                    Compiled {
-                        regex,
-                        accept: rule.accept,
-                    },
-                ))
-            })
-            .collect();
-        let set = RegexSet::new(rules.iter().map(|(pattern, _)| pattern)).ok();
-        let rules = rules.into_iter().map(|(_, compiled)| compiled).collect();
-        Self { set, rules }
-    }
-
     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let hits = self.set.as_ref().map(|set| set.matches(text));
-        if hits.as_ref().is_some_and(|hits| !hits.matched_any()) {
-            return Cow::Borrowed(text);
-        }
+        let lower = text.to_ascii_lowercase();
         let mut out = Cow::Borrowed(text);
-        for (i, rule) in self.rules.iter().enumerate() {
-            if hits.as_ref().is_some_and(|hits| !hits.matched(i)) {
+        for lazy in &self.rules {
+            if !lazy
+                .rule
+                .needles
+                .iter()
+                .any(|needle| lower.contains(needle))
+            {
                 continue;
             }
-            let replaced = rule.regex.replace_all(&out, |caps: &regex::Captures<'_>| {
-                rules::replace(caps, rule.accept)
+            let Some(regex) = lazy
+                .regex
+                .get_or_init(|| Regex::new(lazy.rule.pattern).ok())
+            else {
+                continue;
+            };
+            let accept = lazy.rule.accept;
+            let replaced = regex.replace_all(&out, |caps: &regex::Captures<'_>| {
+                rules::replace(caps, accept)
             });
             if let Cow::Owned(replaced) = replaced {
                 out = Cow::Owned(replaced);
@@ -145,18 +143,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_rule_compiles_and_the_set_builds() {
-        let all = rules::rules();
-        for rule in &all {
+    fn every_rule_compiles_and_has_lower_case_needles() {
+        for rule in &rules::rules() {
             assert!(
                 Regex::new(rule.pattern).is_ok(),
                 "{} does not compile",
                 rule.pattern
             );
+            assert!(!rule.needles.is_empty(), "{} has no needles", rule.pattern);
+            for needle in rule.needles {
+                assert_eq!(*needle, needle.to_ascii_lowercase(), "{}", rule.pattern);
+            }
         }
-        let redactor = Redactor::new(&all);
-        assert_eq!(redactor.rules.len(), all.len());
-        assert!(redactor.set.is_some());
     }
 
     #[test]

@@ -10,6 +10,9 @@ use regex::Captures;
 pub(super) const REDACTED: &str = "[REDACTED]";
 
 pub(super) struct Rule {
+    /// Lower-case literals of which at least one occurs in any text the pattern can match: a
+    /// rule whose needles are all absent is skipped without running (or compiling) its regex.
+    pub(super) needles: &'static [&'static str],
     pub(super) pattern: &'static str,
     /// A last check on the secret; a match it rejects is left alone.
     pub(super) accept: fn(&str) -> bool,
@@ -28,72 +31,86 @@ pub(super) fn rules() -> Vec<Rule> {
     let mut rules = vec![
         // PEM private key.
         Rule {
+            needles: &["private key"],
             // Lazy body up to the first END line, or to the end of a truncated text.
             pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
             accept: any,
         },
         // Anthropic key.
         Rule {
+            needles: &["sk-ant-"],
             pattern: r"(?-u:\b)sk-ant-[a-z]+[0-9]*-(?P<secret>[A-Za-z0-9_\-]{20,})",
             accept: any,
         },
         // OpenAI key.
         Rule {
+            needles: &["sk-"],
             pattern: r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?(?P<secret>[A-Za-z0-9_\-]{20,})",
             accept: has_digit,
         },
         // Stripe key.
         Rule {
+            needles: &["_live_", "_test_"],
             pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test)_(?P<secret>[A-Za-z0-9]{16,})",
             accept: any,
         },
         // AWS access key id.
         Rule {
+            needles: &["akia", "asia"],
             pattern: r"(?-u:\b)(?:AKIA|ASIA)(?P<secret>[0-9A-Z]{16})(?-u:\b)",
             accept: any,
         },
         // AWS secret access key.
         Rule {
+            needles: &["aws_secret_access_key"],
             pattern: r#"(?i)aws_secret_access_key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{30,})"#,
             accept: any,
         },
         // GitHub token.
         Rule {
+            needles: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
             pattern: r"(?-u:\b)(?:gh[pousr]_(?P<secret>[A-Za-z0-9]{30,})|github_pat_(?P<pat>[A-Za-z0-9_]{22,}))",
             accept: any,
         },
         // GitLab token.
         Rule {
+            needles: &["glpat-"],
             pattern: r"(?-u:\b)glpat-(?P<secret>[A-Za-z0-9_\-]{20,})",
             accept: any,
         },
         // Slack token.
         Rule {
+            needles: &["xox"],
             pattern: r"(?-u:\b)xox[abposr]-(?P<secret>[A-Za-z0-9\-]{10,})",
             accept: any,
         },
         // Google API key.
         Rule {
+            needles: &["aiza"],
             pattern: r"(?-u:\b)AIza(?P<secret>[0-9A-Za-z_\-]{35})",
             accept: any,
         },
         // JWT.
         Rule {
+            needles: &["eyj"],
             pattern: r"(?-u:\b)(?P<secret>eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*)",
             accept: any,
         },
         // Authorization header.
         Rule {
+            needles: &["authorization"],
             pattern: r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?(?P<secret>[^\s"',;]+)"#,
             accept: not_a_reference,
         },
         // Bearer token.
         Rule {
+            needles: &["bearer"],
             pattern: r"(?-u:\b)Bearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)",
             accept: any,
         },
         // URL credentials.
         Rule {
+            needles: &["://"],
             pattern: r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@",
             accept: not_a_reference,
         },
@@ -102,17 +119,21 @@ pub(super) fn rules() -> Vec<Rule> {
     rules
 }
 
+/// The words of `secret_name!`, as needles.
+const NAMED: &[&str] = &["pass", "pwd", "token", "secret", "key", "credential"];
+
 /// `password="…"`, `password=…`, `password: s3cret!` and values with high entropy after names
 /// containing KEY, TOKEN or SECRET.
 fn named_value_rules() -> [Rule; 4] {
     [
-        // quoted secret value.
+        // `name = "value"`, `"name": "value"`, `name: 'value'`.
         Rule {
+            needles: NAMED,
             pattern: concat!(secret_name!(), r#"["']?\s*[:=]\s*["'](?P<secret>[^"'\n]+)"#),
             accept: not_a_reference,
         },
-        // secret assignment.
         Rule {
+            needles: NAMED,
             // `name=value` without spaces, as in a shell, a URL query or a flag. With spaces it
             // is more likely code (`let token = next_token();`).
             pattern: concat!(
@@ -121,8 +142,8 @@ fn named_value_rules() -> [Rule; 4] {
             ),
             accept: not_a_reference,
         },
-        // secret field.
         Rule {
+            needles: NAMED,
             // `name: value` as in YAML or a header; code (`token: String`) rarely has a digit or
             // a symbol in the type, so one is required.
             pattern: concat!(
@@ -131,8 +152,9 @@ fn named_value_rules() -> [Rule; 4] {
             ),
             accept: |value| not_a_reference(value) && has_digit_or_symbol(value),
         },
-        // high-entropy value.
+        // Random-looking values after names containing KEY, TOKEN or SECRET.
         Rule {
+            needles: &["key", "token", "secret"],
             pattern: r#"(?i)(?-u:\b)[A-Za-z0-9_.\-]*(?:key|token|secret)[A-Za-z0-9_.\-]*["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9+/=_.~\-]{16,})"#,
             accept: looks_random,
         },

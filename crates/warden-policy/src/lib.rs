@@ -1,0 +1,1 @@
+//! warden's policy engine (in progress).
