@@ -83,6 +83,38 @@ pub struct Decision {
     pub layer: PolicyLayer,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The safer equivalent offered, with `decision: rewrite`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<Rewrite>,
+    /// What a person is asked, with `decision: require_approval` (and `rewrite`, `require_escalation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRequest>,
+}
+
+/// A safer action offered in place of the one asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewrite {
+    /// The tool to call instead (`bash`, `readFile`, `editFile`).
+    pub tool: String,
+    /// Its target: the rewritten command, or the path.
+    pub target: String,
+    pub reason: String,
+}
+
+/// What an approval prompt shows (SPEC P8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub tool: String,
+    pub arguments: String,
+    /// Files, hosts and programs the action touches.
+    pub resources: Vec<String>,
+    pub risk: RiskLevel,
+    /// Why approval is needed.
+    pub why: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<String>,
+    /// How to undo it.
+    pub rollback: String,
 }
 
 impl Decision {
@@ -94,6 +126,8 @@ impl Decision {
             reason: "no policy engine consulted".to_owned(),
             layer: PolicyLayer::None,
             rule: None,
+            rewrite: None,
+            approval: None,
         }
     }
 }

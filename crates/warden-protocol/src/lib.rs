@@ -13,7 +13,7 @@ mod ids;
 mod session;
 mod tool;
 
-pub use decision::{Decision, DecisionKind, PolicyLayer, RiskLevel};
+pub use decision::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
 pub use ids::{CallId, IdError, SessionId, ToolName};
 pub use session::{Budgets, Message, Role, SessionState, WorkingSet};
 pub use tool::{ToolCall, ToolError, ToolErrorKind, ToolEvent, ToolResult, ToolStatus};

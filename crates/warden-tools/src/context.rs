@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use warden_config::{Settings, Tools};
 
-use crate::paths::{PathPolicy, PatternError};
+use warden_policy::{PathPolicy, PatternError};
 
 /// What one read saw, so that a later edit can tell whether the file changed since.
 #[derive(Debug, Clone, PartialEq, Eq)]

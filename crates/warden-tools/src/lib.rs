@@ -9,7 +9,6 @@
 mod context;
 mod glob;
 mod grep;
-mod paths;
 mod read;
 mod registry;
 mod runner;
@@ -19,7 +18,7 @@ mod walk;
 pub use context::{ReadLedger, ReadRecord, ToolContext};
 pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};
-pub use paths::{PathPolicy, PatternError, ResolvedPath, normalize};
 pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
 pub use runner::ToolRunner;
+pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};

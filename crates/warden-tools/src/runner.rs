@@ -87,6 +87,8 @@ impl<'a> ToolRunner<'a> {
                         reason: err.message.clone(),
                         layer: PolicyLayer::Tool,
                         rule: None,
+                        rewrite: None,
+                        approval: None,
                     };
                     (ToolStatus::Denied, decision)
                 } else {

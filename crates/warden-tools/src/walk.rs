@@ -8,7 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkParallel, WalkState};
 use warden_protocol::{ToolError, ToolErrorKind};
 
-use crate::paths::PathPolicy;
+use warden_policy::PathPolicy;
 
 /// A parallel walk of `base`. Directories named in `exclude` and paths the policy denies are never
 /// entered or yielded; symlinks are not followed, so the walk stays inside the roots.
@@ -80,7 +80,7 @@ pub(crate) fn base_dir(
     policy: &PathPolicy,
     cwd: &Path,
     path: Option<&str>,
-) -> Result<crate::paths::ResolvedPath, ToolError> {
+) -> Result<warden_policy::ResolvedPath, ToolError> {
     let resolved = policy.resolve(cwd, path.unwrap_or("."))?;
     Ok(resolved)
 }

@@ -120,6 +120,8 @@ impl RawEvent {
                 reason: self.reason,
                 layer: wire_enum::<PolicyLayer>("layer", &self.layer).map_err(bad)?,
                 rule: self.rule,
+                rewrite: None,
+                approval: None,
             },
             sandbox_profile: self.sandbox_profile,
             status: wire_enum::<ToolStatus>("status", &self.status).map_err(bad)?,

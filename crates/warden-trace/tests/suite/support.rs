@@ -18,6 +18,8 @@ pub(crate) fn event(session: &SessionId, seq: u64) -> ToolEvent {
             reason: "read inside the project".to_owned(),
             layer: PolicyLayer::Rules,
             rule: Some("allow-reads".to_owned()),
+            rewrite: None,
+            approval: None,
         },
         sandbox_profile: "workspace-write".to_owned(),
         status: ToolStatus::Ok,
@@ -40,6 +42,8 @@ pub(crate) fn denied(session: &SessionId, seq: u64) -> ToolEvent {
         reason: "critical deletion".to_owned(),
         layer: PolicyLayer::HardBlock,
         rule: None,
+        rewrite: None,
+        approval: None,
     };
     event.status = ToolStatus::Denied;
     event

@@ -1,4 +1,4 @@
-//! Where the in-process tools may look: allowed roots and denied patterns.
+//! Allowed roots and denied patterns: where the in-process tools may look.
 //!
 //! Every path a tool touches goes through [`PathPolicy::resolve`]: made absolute against the working
 //! directory, normalised lexically (`.`, `..`, `//`), checked against the roots, then resolved to its
@@ -42,6 +42,15 @@ pub struct ResolvedPath {
     pub real: PathBuf,
     /// The path as shown to the model: relative to the primary root when inside it.
     pub display: String,
+}
+
+impl PatternError {
+    pub(crate) fn new(pattern: &str, source: globset::Error) -> Self {
+        Self {
+            pattern: pattern.to_owned(),
+            source,
+        }
+    }
 }
 
 impl PathPolicy {

@@ -1,0 +1,351 @@
+//! The five layers (SPEC P5): hard block → path sandbox → rules → mode → approval.
+
+mod bash;
+mod tools;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use warden_config::{PermissionMode, Settings};
+use warden_protocol::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
+
+use crate::PolicyError;
+use crate::modes::Outcome;
+use crate::paths::{self, Protection};
+use crate::rules::{Anchors, Rule, RuleKind};
+use crate::shell::{self, Analysis};
+
+/// What is being asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Bash(String),
+    Read(String),
+    Write(String),
+    Edit(String),
+    Glob(String),
+    Grep(String),
+    Fetch(String),
+    /// A custom or MCP tool, with whatever its target is.
+    Tool {
+        name: String,
+        target: String,
+    },
+}
+
+impl Action {
+    /// From the CLI's `TOOL TARGET`.
+    pub fn from_cli(tool: &str, target: &str) -> Self {
+        let target = target.to_owned();
+        match tool {
+            "bash" => Self::Bash(target),
+            "read" => Self::Read(target),
+            "write" => Self::Write(target),
+            "edit" => Self::Edit(target),
+            "glob" => Self::Glob(target),
+            "grep" => Self::Grep(target),
+            "fetch" => Self::Fetch(target),
+            other => Self::Tool {
+                name: other.to_owned(),
+                target,
+            },
+        }
+    }
+
+    fn tool_name(&self) -> &str {
+        match self {
+            Self::Bash(_) => "bash",
+            Self::Read(_) => "read",
+            Self::Write(_) => "write",
+            Self::Edit(_) => "edit",
+            Self::Glob(_) => "glob",
+            Self::Grep(_) => "grep",
+            Self::Fetch(_) => "fetch",
+            Self::Tool { name, .. } => name,
+        }
+    }
+
+    fn target(&self) -> &str {
+        match self {
+            Self::Bash(t)
+            | Self::Read(t)
+            | Self::Write(t)
+            | Self::Edit(t)
+            | Self::Glob(t)
+            | Self::Grep(t)
+            | Self::Fetch(t) => t,
+            Self::Tool { target, .. } => target,
+        }
+    }
+}
+
+/// One layer's word in an explanation.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Step {
+    pub layer: PolicyLayer,
+    pub said: String,
+}
+
+/// A decision with every layer consulted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub trail: Vec<Step>,
+    /// The shell analysis, for `bash` actions.
+    pub analysis: Option<Analysis>,
+}
+
+/// The policy engine for one session's settings. Pure: it reads no file after construction but
+/// to resolve paths.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    mode: PermissionMode,
+    rules: Vec<Rule>,
+    /// Command rules by the program their pattern names, so a check reads only its own.
+    by_program: HashMap<String, Vec<usize>>,
+    /// Every other rule: path, domain and tool rules, and command rules starting with `*`.
+    general: Vec<usize>,
+    protection: Protection,
+    anchors: Anchors,
+    read_roots: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+    sandboxed: bool,
+    network_off: bool,
+}
+
+/// One part's verdict before combining.
+#[derive(Debug, Clone)]
+struct Part {
+    outcome: Outcome,
+    risk: RiskLevel,
+    reason: String,
+    layer: PolicyLayer,
+    rule: Option<String>,
+}
+
+impl Part {
+    fn new(
+        outcome: Outcome,
+        risk: RiskLevel,
+        reason: impl Into<String>,
+        layer: PolicyLayer,
+    ) -> Self {
+        Self {
+            outcome,
+            risk,
+            reason: reason.into(),
+            layer,
+            rule: None,
+        }
+    }
+}
+
+impl Engine {
+    /// Builds the engine from resolved settings. A malformed rule or pattern is an error naming
+    /// the rule and, where it can be found, the file and line that hold it.
+    pub fn from_settings(settings: &Settings) -> Result<Self, PolicyError> {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+        Self::with_home(settings, &home)
+    }
+
+    /// As [`Engine::from_settings`], with the home directory given rather than read from `HOME`.
+    pub fn with_home(settings: &Settings, home: &Path) -> Result<Self, PolicyError> {
+        let home = paths::real_path(home);
+        let anchors = Anchors {
+            project_root: settings.project_root.clone(),
+            cwd: settings.cwd.clone(),
+            home,
+        };
+        let perms = &settings.permissions;
+        let mut rules = Vec::new();
+        for (kind, list) in [
+            (RuleKind::Deny, &perms.deny),
+            (RuleKind::Ask, &perms.ask),
+            (RuleKind::Allow, &perms.allow),
+        ] {
+            for text in list {
+                let rule = Rule::parse(text, kind, &anchors)
+                    .map_err(|source| PolicyError::rule(settings, kind, source))?;
+                rules.push(rule);
+            }
+        }
+        let fs = &settings.sandbox.filesystem;
+        let mut read_protected = perms.protected_paths.clone();
+        read_protected.extend(fs.deny_read.iter().cloned());
+        read_protected.extend(settings.tools.read.deny.iter().cloned());
+        let protection = Protection::new(
+            &anchors.project_root,
+            &anchors.home,
+            &read_protected,
+            &fs.deny_write,
+        )
+        .map_err(PolicyError::Pattern)?;
+        let expand =
+            |entry: &String| paths::resolve(entry, &anchors.project_root, &anchors.home).real;
+        let mut read_roots = vec![anchors.project_root.clone()];
+        read_roots.extend(fs.allow_read.iter().map(expand));
+        let mut writable = vec![
+            anchors.project_root.clone(),
+            PathBuf::from("/tmp"),
+            paths::real_path(Path::new("/tmp")),
+        ];
+        if let Some(tmp) = std::env::var_os("TMPDIR") {
+            writable.push(paths::real_path(Path::new(&tmp)));
+        }
+        writable.extend(fs.allow_write.iter().map(expand));
+        let mut by_program: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut general = Vec::new();
+        for (index, rule) in rules.iter().enumerate() {
+            match rule.command_program() {
+                Some(program) => by_program
+                    .entry(program.to_owned())
+                    .or_default()
+                    .push(index),
+                None => general.push(index),
+            }
+        }
+        Ok(Self {
+            mode: perms.mode,
+            rules,
+            by_program,
+            general,
+            protection,
+            anchors,
+            read_roots,
+            writable,
+            sandboxed: settings.sandbox.enabled,
+            network_off: settings.sandbox.network.mode == "off",
+        })
+    }
+
+    /// The rules that can match a command running `program`.
+    pub(super) fn candidate_rules<'a>(
+        &'a self,
+        program: &str,
+    ) -> impl Iterator<Item = &'a Rule> + 'a {
+        let own = self
+            .by_program
+            .get(program)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        self.general.iter().chain(own).map(|&i| &self.rules[i])
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> PermissionMode {
+        self.mode
+    }
+
+    /// Decides one action.
+    pub fn check(&self, action: &Action) -> Verdict {
+        let mut trail = Vec::new();
+        let (part, analysis, resources, rewrite) = match action {
+            Action::Bash(command) => {
+                let analysis = shell::analyze(command);
+                let (part, resources, rewrite) = self.bash(command, &analysis, &mut trail);
+                (part, Some(analysis), resources, rewrite)
+            }
+            Action::Read(t) | Action::Glob(t) | Action::Grep(t) => {
+                let part = self.read_tool(action, t, &mut trail);
+                (part, None, vec![t.clone()], None)
+            }
+            Action::Write(t) | Action::Edit(t) => {
+                (self.write_tool(t, &mut trail), None, vec![t.clone()], None)
+            }
+            Action::Fetch(url) => (self.fetch(url, &mut trail), None, vec![url.clone()], None),
+            Action::Tool { name, target } => (
+                self.custom(name, target, &mut trail),
+                None,
+                vec![name.clone()],
+                None,
+            ),
+        };
+        let decision = finish(action, part, resources, rewrite, &mut trail);
+        Verdict {
+            decision,
+            trail,
+            analysis,
+        }
+    }
+}
+
+fn verb(kind: RuleKind) -> &'static str {
+    match kind {
+        RuleKind::Allow => "allowed",
+        RuleKind::Ask => "needs approval",
+        RuleKind::Deny => "denied",
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Allow => "allow",
+        Outcome::Rewrite => "rewrite",
+        Outcome::Approve => "require_approval",
+        Outcome::Escalate => "require_escalation",
+        Outcome::Deny => "deny",
+    }
+}
+
+fn rollback(action: &Action, risk: RiskLevel) -> String {
+    match action {
+        Action::Write(_) | Action::Edit(_) => "restore the file from version control (git restore PATH) or from the recorded diff".to_owned(),
+        Action::Fetch(_) => "nothing to undo locally; what was sent cannot be recalled".to_owned(),
+        Action::Bash(_) if risk >= RiskLevel::L4 => "may not be reversible: check version control and backups before approving".to_owned(),
+        Action::Bash(_) => "undo the changes it makes: git status and git restore for files in the workspace; uninstall what it installs".to_owned(),
+        Action::Read(_) | Action::Glob(_) | Action::Grep(_) | Action::Tool { .. } => "nothing to undo: it only reads".to_owned(),
+    }
+}
+
+fn finish(
+    action: &Action,
+    part: Part,
+    resources: Vec<String>,
+    rewrite: Option<Rewrite>,
+    trail: &mut Vec<Step>,
+) -> Decision {
+    let (kind, rewrite) = match (part.outcome, rewrite) {
+        (Outcome::Allow, _) => (DecisionKind::Allow, None),
+        (Outcome::Deny, _) => (DecisionKind::Deny, None),
+        (Outcome::Escalate, _) => (DecisionKind::RequireEscalation, None),
+        (Outcome::Approve | Outcome::Rewrite, Some(rewrite)) => {
+            (DecisionKind::Rewrite, Some(rewrite))
+        }
+        (Outcome::Approve | Outcome::Rewrite, None) => (DecisionKind::RequireApproval, None),
+    };
+    let approval = matches!(
+        kind,
+        DecisionKind::RequireApproval | DecisionKind::Rewrite | DecisionKind::RequireEscalation
+    )
+    .then(|| ApprovalRequest {
+        tool: action.tool_name().to_owned(),
+        arguments: action.target().to_owned(),
+        resources,
+        risk: part.risk,
+        why: part.reason.clone(),
+        alternative: rewrite
+            .as_ref()
+            .map(|r| format!("{}: {}", r.tool, r.target)),
+        rollback: rollback(action, part.risk),
+    });
+    trail.push(Step {
+        layer: PolicyLayer::Approval,
+        said: match kind {
+            DecisionKind::Allow | DecisionKind::Deny => "not needed".to_owned(),
+            DecisionKind::RequireApproval | DecisionKind::Rewrite => {
+                "a person must approve (or take the rewrite)".to_owned()
+            }
+            DecisionKind::RequireEscalation => {
+                "needs a wider sandbox, which only a person can grant".to_owned()
+            }
+        },
+    });
+    Decision {
+        decision: kind,
+        risk: Some(part.risk),
+        reason: part.reason,
+        layer: part.layer,
+        rule: part.rule,
+        rewrite,
+        approval,
+    }
+}

@@ -1,0 +1,308 @@
+//! The file tools, web fetches and custom tools through the layers.
+
+use std::path::Path;
+
+use warden_config::PermissionMode;
+use warden_protocol::{PolicyLayer, RiskLevel};
+
+use super::{Action, Engine, Part, Step, outcome_word, verb};
+use crate::modes::{Outcome, Row, cell};
+use crate::paths::{self, Target};
+use crate::rules::{Rule, RuleKind, RuleTool};
+
+impl Engine {
+    pub(super) fn readable_target(&self, target: &Target) -> bool {
+        let inside = |p: &Path| self.read_roots.iter().any(|r| paths::within(p, r));
+        if inside(&target.lexical) && inside(&target.real) {
+            return true;
+        }
+        self.rules
+            .iter()
+            .any(|r| r.kind == RuleKind::Allow && r.tool == RuleTool::Read && path_hit(r, target))
+    }
+
+    pub(super) fn writable_target(&self, target: &Target) -> bool {
+        let inside = |p: &Path| self.writable.iter().any(|r| paths::within(p, r));
+        inside(&target.lexical) && inside(&target.real)
+    }
+
+    pub(super) fn path_rules(&self, tools: &[RuleTool], target: &Target) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .filter(|r| tools.contains(&r.tool) && path_hit(r, target))
+            .max_by_key(|r| r.kind)
+    }
+
+    pub(super) fn read_tool(&self, action: &Action, raw: &str, trail: &mut Vec<Step>) -> Part {
+        let target = paths::resolve(raw, &self.anchors.cwd, &self.anchors.home);
+        trail.push(Step {
+            layer: PolicyLayer::HardBlock,
+            said: "not a command: nothing to block".to_owned(),
+        });
+        if let Some(pattern) = target
+            .both()
+            .into_iter()
+            .find_map(|p| self.protection.read(p))
+        {
+            trail.push(Step {
+                layer: PolicyLayer::PathSandbox,
+                said: format!("{raw} is protected by {pattern:?}"),
+            });
+            return Part::new(
+                Outcome::Deny,
+                RiskLevel::L5,
+                format!("reads the protected path {raw} ({pattern})"),
+                PolicyLayer::PathSandbox,
+            );
+        }
+        trail.push(Step {
+            layer: PolicyLayer::PathSandbox,
+            said: format!("{raw} is not protected"),
+        });
+        let specific = match action {
+            Action::Glob(_) => RuleTool::Glob,
+            Action::Grep(_) => RuleTool::Grep,
+            _ => RuleTool::Read,
+        };
+        if let Some(rule) = self.path_rules(&[RuleTool::Read, specific], &target) {
+            return rule_part(rule, raw, RiskLevel::L1, trail);
+        }
+        trail.push(Step {
+            layer: PolicyLayer::Rules,
+            said: "no rule matches".to_owned(),
+        });
+        let inside = self.readable_target(&target);
+        let row = if inside { Row::Info } else { Row::ReadOutside };
+        let outcome = cell(self.mode, row, self.sandboxed);
+        trail.push(Step {
+            layer: PolicyLayer::Mode,
+            said: format!(
+                "{} mode, {} → {}",
+                self.mode.as_str(),
+                row.as_str(),
+                outcome_word(outcome)
+            ),
+        });
+        let reason = if inside {
+            format!("reads {raw} inside the workspace")
+        } else {
+            format!("reads {raw} outside the workspace")
+        };
+        Part::new(outcome, RiskLevel::L1, reason, PolicyLayer::Mode)
+    }
+
+    pub(super) fn write_tool(&self, raw: &str, trail: &mut Vec<Step>) -> Part {
+        let target = paths::resolve(raw, &self.anchors.cwd, &self.anchors.home);
+        trail.push(Step {
+            layer: PolicyLayer::HardBlock,
+            said: "not a command: nothing to block".to_owned(),
+        });
+        if let Some(pattern) = target
+            .both()
+            .into_iter()
+            .find_map(|p| self.protection.write(p))
+        {
+            trail.push(Step {
+                layer: PolicyLayer::PathSandbox,
+                said: format!("{raw} is protected by {pattern:?}"),
+            });
+            return Part::new(
+                Outcome::Deny,
+                RiskLevel::L5,
+                format!("writes the protected path {raw} ({pattern})"),
+                PolicyLayer::PathSandbox,
+            );
+        }
+        let inside = [&target.lexical, &target.real]
+            .iter()
+            .all(|p| paths::within(p, &self.anchors.project_root));
+        trail.push(Step {
+            layer: PolicyLayer::PathSandbox,
+            said: format!(
+                "{raw} is not protected; {}",
+                if inside {
+                    "inside the workspace"
+                } else {
+                    "outside the workspace"
+                }
+            ),
+        });
+        if let Some(rule) = self.path_rules(&[RuleTool::Edit], &target) {
+            if rule.kind == RuleKind::Allow && !inside {
+                return Part::new(
+                    Outcome::Escalate,
+                    RiskLevel::L3,
+                    format!(
+                        "allowed by {}, but the file tools never write outside the workspace",
+                        rule.text()
+                    ),
+                    PolicyLayer::PathSandbox,
+                );
+            }
+            return rule_part(rule, raw, RiskLevel::L2, trail);
+        }
+        trail.push(Step {
+            layer: PolicyLayer::Rules,
+            said: "no rule matches".to_owned(),
+        });
+        if !inside {
+            let outcome = if self.mode == PermissionMode::Plan {
+                Outcome::Deny
+            } else {
+                Outcome::Escalate
+            };
+            return Part::new(
+                outcome,
+                RiskLevel::L3,
+                format!("writes {raw} outside the workspace"),
+                PolicyLayer::PathSandbox,
+            );
+        }
+        let outcome = cell(self.mode, Row::Edit, self.sandboxed);
+        trail.push(Step {
+            layer: PolicyLayer::Mode,
+            said: format!(
+                "{} mode, workspace edits → {}",
+                self.mode.as_str(),
+                outcome_word(outcome)
+            ),
+        });
+        Part::new(
+            outcome,
+            RiskLevel::L2,
+            format!("edits {raw} in the workspace"),
+            PolicyLayer::Mode,
+        )
+    }
+
+    pub(super) fn fetch(&self, url: &str, trail: &mut Vec<Step>) -> Part {
+        trail.push(Step {
+            layer: PolicyLayer::HardBlock,
+            said: "not a command: nothing to block".to_owned(),
+        });
+        let Some(host) = host_of(url) else {
+            return Part::new(
+                Outcome::Deny,
+                RiskLevel::L3,
+                format!("{url:?} is not an http(s) URL"),
+                PolicyLayer::PathSandbox,
+            );
+        };
+        trail.push(Step {
+            layer: PolicyLayer::PathSandbox,
+            said: format!("host {host}"),
+        });
+        let rule = self
+            .rules
+            .iter()
+            .filter(|r| r.tool == RuleTool::WebFetch && r.matches_host(&host))
+            .max_by_key(|r| r.kind);
+        if let Some(rule) = rule {
+            return rule_part(rule, url, RiskLevel::L3, trail);
+        }
+        trail.push(Step {
+            layer: PolicyLayer::Rules,
+            said: "no rule matches".to_owned(),
+        });
+        let mut outcome = cell(self.mode, Row::L3, self.sandboxed);
+        let mut reason = format!("fetches {url}: network access");
+        if self.sandboxed && self.network_off && outcome != Outcome::Deny {
+            outcome = Outcome::Escalate;
+            reason = format!("fetches {url}: needs the network, which this sandbox has off");
+        }
+        trail.push(Step {
+            layer: PolicyLayer::Mode,
+            said: format!(
+                "{} mode, {} → {}",
+                self.mode.as_str(),
+                Row::L3.as_str(),
+                outcome_word(outcome)
+            ),
+        });
+        Part::new(outcome, RiskLevel::L3, reason, PolicyLayer::Mode)
+    }
+
+    pub(super) fn custom(&self, name: &str, target: &str, trail: &mut Vec<Step>) -> Part {
+        trail.push(Step {
+            layer: PolicyLayer::HardBlock,
+            said: "not a command: nothing to block".to_owned(),
+        });
+        trail.push(Step {
+            layer: PolicyLayer::PathSandbox,
+            said: "no path to check".to_owned(),
+        });
+        let rule = self
+            .rules
+            .iter()
+            .filter(|r| {
+                matches!(&r.tool, RuleTool::Other(n) if n == name)
+                    || (r.tool == RuleTool::Skill && name == "skill")
+            })
+            .filter(|r| r.matches_text(target))
+            .max_by_key(|r| r.kind);
+        if let Some(rule) = rule {
+            return rule_part(rule, target, RiskLevel::L3, trail);
+        }
+        trail.push(Step {
+            layer: PolicyLayer::Rules,
+            said: "no rule matches".to_owned(),
+        });
+        let outcome = cell(self.mode, Row::L3, self.sandboxed);
+        trail.push(Step {
+            layer: PolicyLayer::Mode,
+            said: format!(
+                "{} mode, {} → {}",
+                self.mode.as_str(),
+                Row::L3.as_str(),
+                outcome_word(outcome)
+            ),
+        });
+        Part::new(
+            outcome,
+            RiskLevel::L3,
+            format!("{name} is a tool the policy does not know"),
+            PolicyLayer::Mode,
+        )
+    }
+}
+
+fn host_of(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = host.split(':').next()?.to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// Whether a path rule matches a target: a deny or ask matching either spelling applies, an
+/// allow needs both. A directory read reaches what is inside it, so denies probe a child too.
+pub(super) fn path_hit(rule: &Rule, target: &Target) -> bool {
+    match rule.kind {
+        RuleKind::Deny | RuleKind::Ask => target
+            .both()
+            .iter()
+            .any(|p| rule.matches_path(p) || rule.matches_path(&p.join("…"))),
+        RuleKind::Allow => target.both().iter().all(|p| rule.matches_path(p)),
+    }
+}
+
+pub(super) fn rule_part(rule: &Rule, target: &str, risk: RiskLevel, trail: &mut Vec<Step>) -> Part {
+    trail.push(Step {
+        layer: PolicyLayer::Rules,
+        said: format!("{} rule {}", rule.kind.as_str(), rule.text()),
+    });
+    let outcome = match rule.kind {
+        RuleKind::Deny => Outcome::Deny,
+        RuleKind::Ask => Outcome::Approve,
+        RuleKind::Allow => Outcome::Allow,
+    };
+    Part {
+        outcome,
+        risk,
+        reason: format!("{target}: {} by the rule {}", verb(rule.kind), rule.text()),
+        layer: PolicyLayer::Rules,
+        rule: Some(rule.text().to_owned()),
+    }
+}

@@ -1,0 +1,587 @@
+//! The files a command reads and writes and the flags its program and arguments raise.
+
+use super::commands::{is_interpreter, is_shell};
+use super::{Arg, SimpleCommand};
+
+/// Variables that change which code runs or how.
+const DANGEROUS_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "PATH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_EXEC_PATH",
+    "PAGER",
+    "EDITOR",
+    "VISUAL",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "IFS",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "RUBYOPT",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "LESSOPEN",
+    "MANPAGER",
+];
+
+/// Commands whose non-option arguments are files they read.
+const READERS: &[&str] = &[
+    "cat",
+    "tac",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "bat",
+    "nl",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "paste",
+    "join",
+    "column",
+    "fold",
+    "fmt",
+    "rev",
+    "diff",
+    "cmp",
+    "comm",
+    "file",
+    "stat",
+    "xxd",
+    "hexdump",
+    "od",
+    "strings",
+    "base64",
+    "base32",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    "ls",
+    "tree",
+    "du",
+    "realpath",
+    "readlink",
+    "source",
+    ".",
+    "view",
+    "vim",
+    "vi",
+    "nano",
+    "emacs",
+    "code",
+    "open",
+    "xdg-open",
+    "iconv",
+    "expand",
+    "unexpand",
+    "split",
+    "csplit",
+    "tar",
+    "zip",
+    "unzip",
+    "gzip",
+    "gunzip",
+    "zcat",
+    "bzcat",
+    "xzcat",
+    "pr",
+    "look",
+    "ldd",
+    "objdump",
+    "readelf",
+    "nm",
+    "git-blame",
+    "shuf",
+    "test",
+    "[",
+];
+
+/// Commands whose first non-option argument is a pattern or program, the rest files.
+const PATTERN_READERS: &[&str] = &[
+    "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "jq", "yq", "sed",
+];
+
+/// Commands that reach the network.
+const NETWORK: &[&str] = &[
+    "curl", "wget", "ssh", "scp", "sftp", "ftp", "telnet", "nc", "ncat", "netcat", "socat",
+    "rsync", "http", "https", "aria2c", "lftp", "mosh", "ping", "dig", "nslookup", "host", "whois",
+    "gh", "hub", "glab", "aws", "gcloud", "az",
+];
+
+/// Commands that delete or irreversibly change what they are given.
+const DESTRUCTIVE: &[&str] = &[
+    "rm", "rmdir", "shred", "unlink", "mv", "truncate", "chmod", "chown", "chgrp", "dd", "mkfs",
+    "wipefs", "srm",
+];
+
+const PRIVILEGE: &[&str] = &[
+    "sudo", "su", "doas", "pkexec", "run0", "chroot", "nsenter", "unshare", "setcap", "capsh",
+];
+
+/// Git settings that make git run a program.
+const GIT_EXEC_KEYS: &[&str] = &[
+    "core.pager",
+    "core.sshcommand",
+    "core.fsmonitor",
+    "core.editor",
+    "core.hookspath",
+    "core.askpass",
+    "core.gitproxy",
+    "core.worktree",
+    "diff.external",
+    "sequence.editor",
+    "credential.helper",
+    "gpg.program",
+    "uploadpack.packobjectshook",
+    "protocol.allow",
+    "include.path",
+    "includeif",
+];
+
+/// Fills in `reads`, `writes` and flags from what the program is known to do.
+pub(super) fn annotate(cmd: &mut SimpleCommand) {
+    for (name, _) in &cmd.assignments {
+        if DANGEROUS_ENV.contains(&name.as_str()) {
+            cmd.flags.dangerous_env = true;
+            cmd.flags.hidden_exec = true;
+        }
+    }
+    if matches!(
+        cmd.program.as_str(),
+        "export" | "declare" | "typeset" | "readonly" | "local" | "set" | "setenv"
+    ) {
+        for arg in &cmd.args {
+            let name = arg.text.split(['=', '+']).next().unwrap_or_default();
+            if arg.text.contains('=') && DANGEROUS_ENV.contains(&name) {
+                cmd.flags.dangerous_env = true;
+                cmd.flags.hidden_exec = true;
+            }
+        }
+    }
+    for (i, arg) in cmd.args.iter().enumerate() {
+        // Sockets named in options: the Docker socket is a protected path however it is given.
+        if let Some(path) = arg.text.strip_prefix("unix://") {
+            cmd.reads.push(path.to_owned());
+        }
+        if matches!(
+            arg.text.as_str(),
+            "--unix-socket" | "--abstract-unix-socket"
+        ) && let Some(path) = cmd.args.get(i + 1)
+        {
+            cmd.reads.push(path.text.clone());
+        }
+    }
+    let program = cmd.program.clone();
+    let args: Vec<Arg> = cmd.args.clone();
+    let operands = operands(&args);
+    match program.as_str() {
+        p if READERS.contains(&p) => {
+            // `sort -o FILE`, `base64 -o FILE`: a reader that writes.
+            if let Some(out) = value_after(&args, &["-o", "--output"]) {
+                cmd.writes.push(out.clone());
+                cmd.reads.extend(operands.into_iter().filter(|o| *o != out));
+            } else {
+                cmd.reads.extend(operands);
+            }
+        }
+        p if PATTERN_READERS.contains(&p) => pattern_reader(cmd, p, &args),
+        "find" => find(cmd, &args),
+        "tee" => cmd.writes.extend(operands),
+        "touch" | "mkdir" | "mkfifo" | "mknod" => cmd.writes.extend(operands),
+        "cp" | "install" | "ln" | "rsync" => copy_like(cmd, &args, &operands),
+        "mv" => cmd.writes.extend(operands),
+        "rm" | "rmdir" | "shred" | "unlink" | "truncate" | "chmod" | "chown" | "chgrp" | "srm" => {
+            let targets = operands.into_iter().skip(usize::from(matches!(
+                program.as_str(),
+                "chmod" | "chown" | "chgrp"
+            )));
+            cmd.writes.extend(targets);
+        }
+        "dd" => {
+            for arg in &args {
+                if let Some(path) = arg.text.strip_prefix("of=") {
+                    cmd.writes.push(path.to_owned());
+                } else if let Some(path) = arg.text.strip_prefix("if=") {
+                    cmd.reads.push(path.to_owned());
+                }
+            }
+        }
+        "curl" | "wget" => download(cmd, &args),
+        "git" => git(cmd, &args),
+        "echo" | "printf" | "true" | "false" | ":" => {}
+        _ => cmd.reads.extend(
+            args.iter()
+                .filter(|a| looks_like_path(&a.text))
+                .map(|a| option_value(&a.text)),
+        ),
+    }
+    if NETWORK.contains(&program.as_str()) {
+        cmd.flags.network = true;
+    }
+    if DESTRUCTIVE.contains(&program.as_str()) {
+        cmd.flags.destructive = true;
+    }
+    if PRIVILEGE.contains(&program.as_str()) {
+        cmd.flags.privilege = true;
+    }
+    // An interpreter runs code: inline (`-c`, `-e`), from a file, or from standard input.
+    if is_interpreter(&program)
+        && !args
+            .iter()
+            .any(|a| matches!(a.text.as_str(), "--version" | "-V"))
+    {
+        cmd.flags.code_execution = true;
+    }
+    if is_shell(&program) {
+        cmd.flags.code_execution = true;
+        if args.iter().all(|a| a.text.starts_with('-')) {
+            cmd.flags.stdin_script = true;
+        }
+    }
+}
+
+/// Arguments that are not options: `--` ends options; `-` is standard input.
+fn operands(args: &[Arg]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut options_done = false;
+    for arg in args {
+        if !options_done && arg.text == "--" {
+            options_done = true;
+            continue;
+        }
+        if !options_done && arg.text.starts_with('-') && arg.text != "-" {
+            if let Some((_, value)) = arg.text.split_once('=')
+                && looks_like_path(value)
+            {
+                out.push(value.to_owned());
+            }
+            continue;
+        }
+        if arg.text != "-" {
+            out.push(arg.text.clone());
+        }
+    }
+    out
+}
+
+fn pattern_reader(cmd: &mut SimpleCommand, program: &str, args: &[Arg]) {
+    if program == "rg"
+        && args
+            .iter()
+            .any(|a| a.text == "--pre" || a.text.starts_with("--pre="))
+    {
+        cmd.flags.code_execution = true;
+        cmd.flags.hidden_exec = true;
+    }
+    let explicit_pattern = args
+        .iter()
+        .any(|a| matches!(a.text.as_str(), "-e" | "-f" | "--regexp" | "--file"));
+    let mut files = operands(args);
+    if !explicit_pattern && !files.is_empty() {
+        let script = files.remove(0);
+        match program {
+            "sed" => sed_script(cmd, &script),
+            "awk" | "gawk" | "mawk"
+                if script.contains("system(")
+                    || script.contains("| getline")
+                    || script.contains("|&") =>
+            {
+                cmd.flags.code_execution = true;
+                cmd.flags.hidden_exec = true;
+            }
+            _ => {}
+        }
+    }
+    if let Some(file) = value_after(args, &["-f", "--file"]) {
+        files.push(file);
+    }
+    if program == "sed" {
+        if let Some(script) = value_after(args, &["-e", "--expression"]) {
+            sed_script(cmd, &script);
+        }
+        let in_place = args.iter().any(|a| {
+            a.text == "--in-place"
+                || a.text.starts_with("--in-place=")
+                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('i'))
+        });
+        if in_place {
+            cmd.writes.extend(files.iter().cloned());
+        }
+    }
+    cmd.reads.extend(files);
+}
+
+/// `w FILE` writes, `e` executes; both hide in sed scripts.
+fn sed_script(cmd: &mut SimpleCommand, script: &str) {
+    for part in script.split([';', '\n', '}']) {
+        let part = part.trim_start();
+        let command = part
+            .trim_start_matches(|c: char| c.is_ascii_digit() || c == ',' || c == '$' || c == '!');
+        if let Some(file) = command
+            .strip_prefix('w')
+            .or_else(|| command.strip_prefix('W'))
+            && (file.starts_with(' ') || file.starts_with('\t'))
+        {
+            cmd.writes.push(file.trim().to_owned());
+        }
+        if command == "e" || command.starts_with("e ") {
+            cmd.flags.code_execution = true;
+            cmd.flags.hidden_exec = true;
+        }
+        // s/a/b/FLAGS: an `e` flag executes, a `w FILE` flag writes.
+        if let Some(rest) = command.strip_prefix('s')
+            && let Some(delim) = rest.chars().next()
+            && !delim.is_alphanumeric()
+        {
+            let pieces: Vec<&str> = rest[delim.len_utf8()..].splitn(3, delim).collect();
+            if let Some(flags) = pieces.get(2) {
+                let (flags, file) = flags
+                    .split_once('w')
+                    .map_or((*flags, None), |(f, file)| (f, Some(file)));
+                if flags.contains('e') {
+                    cmd.flags.code_execution = true;
+                    cmd.flags.hidden_exec = true;
+                }
+                if let Some(file) = file.map(str::trim).filter(|f| !f.is_empty()) {
+                    cmd.writes.push(file.to_owned());
+                }
+            }
+        }
+    }
+}
+
+fn find(cmd: &mut SimpleCommand, args: &[Arg]) {
+    let mut starts = Vec::new();
+    let mut iter = args.iter().peekable();
+    while let Some(arg) = iter.peek() {
+        if arg.text.starts_with('-') || arg.text == "(" || arg.text == "!" {
+            break;
+        }
+        starts.push(arg.text.clone());
+        iter.next();
+    }
+    if starts.is_empty() {
+        starts.push(".".to_owned());
+    }
+    let mut in_exec = false;
+    let mut rest = iter;
+    while let Some(arg) = rest.next() {
+        match arg.text.as_str() {
+            "-exec" | "-execdir" | "-ok" | "-okdir" => in_exec = true,
+            ";" | "+" => in_exec = false,
+            "-delete" if !in_exec => {
+                cmd.flags.destructive = true;
+                cmd.writes.extend(starts.iter().cloned());
+            }
+            "-fprint" | "-fprint0" | "-fprintf" | "-fls" if !in_exec => {
+                if let Some(file) = rest.next() {
+                    cmd.writes.push(file.text.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    cmd.reads.extend(starts);
+}
+
+fn copy_like(cmd: &mut SimpleCommand, args: &[Arg], operands: &[String]) {
+    if let Some(dir) = value_after(args, &["-t", "--target-directory"]) {
+        cmd.writes.push(dir.clone());
+        cmd.reads
+            .extend(operands.iter().filter(|o| **o != dir).cloned());
+        return;
+    }
+    if let Some((target, sources)) = operands.split_last() {
+        cmd.writes.push(target.clone());
+        cmd.reads.extend(sources.iter().cloned());
+    }
+    if cmd.program == "rsync" && operands.iter().any(|o| o.contains(':')) {
+        cmd.flags.network = true;
+    }
+}
+
+fn download(cmd: &mut SimpleCommand, args: &[Arg]) {
+    if let Some(out) = value_after(args, &["-o", "--output", "-O", "--output-document"])
+        && out != "-"
+    {
+        cmd.writes.push(out);
+    }
+    for arg in args {
+        if let Some(file) = arg.text.strip_prefix('@') {
+            cmd.reads.push(file.to_owned());
+        }
+        if let Some((_, file)) = arg.text.split_once("=@") {
+            cmd.reads.push(file.to_owned());
+        }
+    }
+    if let Some(file) = value_after(
+        args,
+        &[
+            "-T",
+            "--upload-file",
+            "-K",
+            "--config",
+            "--data-binary",
+            "-d",
+            "--data",
+        ],
+    ) {
+        let file = file.strip_prefix('@').unwrap_or(&file).to_owned();
+        if looks_like_path(&file) {
+            cmd.reads.push(file);
+        }
+    }
+}
+
+fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
+    let mut iter = args.iter();
+    let mut sub = None;
+    while let Some(arg) = iter.next() {
+        let text = arg.text.as_str();
+        match text {
+            "-c" => {
+                if let Some(kv) = iter.next() {
+                    git_setting(cmd, &kv.text);
+                }
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                iter.next();
+            }
+            _ if text.starts_with("--exec-path=")
+                || text.starts_with("--git-dir=")
+                || text.starts_with("--work-tree=") => {}
+            _ if text.starts_with("--config-env") => {
+                cmd.flags.code_execution = true;
+                cmd.flags.hidden_exec = true;
+            }
+            _ if text.starts_with('-') => {}
+            _ => {
+                sub = Some(text.to_owned());
+                break;
+            }
+        }
+    }
+    let rest: Vec<&Arg> = iter.collect();
+    match sub.as_deref() {
+        Some("diff" | "log" | "show" | "format-patch" | "cat-file") => {
+            for (i, arg) in rest.iter().enumerate() {
+                if let Some(file) = arg.text.strip_prefix("--output=") {
+                    cmd.writes.push(file.to_owned());
+                } else if arg.text == "--output"
+                    || (arg.text == "-o" && sub.as_deref() == Some("format-patch"))
+                {
+                    if let Some(file) = rest.get(i + 1) {
+                        cmd.writes.push(file.text.clone());
+                    }
+                } else if arg.text.starts_with("--ext-diff") {
+                    cmd.flags.code_execution = true;
+                    cmd.flags.hidden_exec = true;
+                } else if let Some((rev, path)) = arg.text.split_once(':')
+                    && !rev.is_empty()
+                    && !path.is_empty()
+                    && !arg.text.starts_with('-')
+                {
+                    // `git show REV:PATH` reads PATH out of the object store.
+                    cmd.reads.push(path.to_owned());
+                }
+            }
+        }
+        Some("config") => {
+            let reading = rest.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get" | "list"
+                )
+            });
+            if !reading {
+                let global = rest
+                    .iter()
+                    .any(|a| matches!(a.text.as_str(), "--global" | "--system"));
+                cmd.writes.push(if global {
+                    "~/.gitconfig".to_owned()
+                } else {
+                    ".git/config".to_owned()
+                });
+                if let Some(key) = rest.iter().find(|a| !a.text.starts_with('-')) {
+                    git_setting(cmd, &format!("{}=", key.text));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn git_setting(cmd: &mut SimpleCommand, key_value: &str) {
+    let key = key_value
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let exec = GIT_EXEC_KEYS
+        .iter()
+        .any(|k| key == *k || key.starts_with(k))
+        || key.starts_with("alias.")
+        || key.starts_with("filter.")
+        || key.starts_with("diff.") && key.ends_with(".textconv")
+        || key.starts_with("diff.") && key.ends_with(".command")
+        || key.starts_with("merge.") && key.ends_with(".driver");
+    if exec {
+        cmd.flags.code_execution = true;
+        cmd.flags.hidden_exec = true;
+    }
+}
+
+fn value_after(args: &[Arg], names: &[&str]) -> Option<String> {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if names.contains(&arg.text.as_str()) {
+            return iter.next().map(|a| a.text.clone());
+        }
+        for name in names.iter().filter(|n| n.starts_with("--")) {
+            if let Some(value) = arg.text.strip_prefix(&format!("{name}=")) {
+                return Some(value.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// The value of `--opt=value`, or the word itself.
+fn option_value(text: &str) -> String {
+    match text.split_once('=') {
+        Some((name, value)) if name.starts_with('-') => value.to_owned(),
+        _ => text.to_owned(),
+    }
+}
+
+/// A word that names a file: has a slash, or starts with `.` or `~`.
+fn looks_like_path(text: &str) -> bool {
+    let value = option_value(text);
+    !value.is_empty()
+        && !value.contains("://")
+        && (value.contains('/') || value.starts_with('.') || value.starts_with('~'))
+}

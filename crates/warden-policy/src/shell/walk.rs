@@ -1,0 +1,385 @@
+//! Walking the syntax tree: every command list, pipeline, compound and substitution.
+
+use std::io::Cursor;
+
+use brush_parser::ast::{
+    self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
+    ExtendedTestExpr, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
+};
+use brush_parser::{Parser, ParserOptions};
+
+use super::annotate;
+use super::commands::{self, Expansion};
+use super::words::{self, Resolved};
+use super::{Analysis, Arg, SimpleCommand};
+
+/// How deep `bash -c`, `eval` and substitutions may nest before the rest is called unknown.
+const MAX_DEPTH: usize = 8;
+
+/// Analyses a command string. Never fails: what cannot be analysed is recorded as unknown.
+pub fn analyze(command: &str) -> Analysis {
+    let mut walker = Walker {
+        options: ParserOptions::default(),
+        out: Analysis::default(),
+        depth: 0,
+    };
+    walker.script(command, &[]);
+    let out = &mut walker.out;
+    out.compound |= out.commands.len() > 1;
+    walker.out
+}
+
+struct Walker {
+    options: ParserOptions,
+    out: Analysis,
+    depth: usize,
+}
+
+impl Walker {
+    /// Parses and walks a whole script (the top level, a `-c` string, a substitution).
+    fn script(&mut self, source: &str, via: &[String]) {
+        if self.depth >= MAX_DEPTH {
+            self.out
+                .unknown
+                .push(format!("nested more than {MAX_DEPTH} levels deep"));
+            return;
+        }
+        let mut parser = Parser::new(Cursor::new(source), &self.options);
+        match parser.parse_program() {
+            Ok(program) => {
+                self.depth += 1;
+                for list in &program.complete_commands {
+                    self.list(list, via);
+                }
+                self.depth -= 1;
+            }
+            Err(err) => self
+                .out
+                .unknown
+                .push(format!("the shell grammar rejects {source:?}: {err}")),
+        }
+    }
+
+    fn list(&mut self, list: &CompoundList, via: &[String]) {
+        if list.0.len() > 1 {
+            self.out.compound = true;
+        }
+        for item in &list.0 {
+            if matches!(item.1, ast::SeparatorOperator::Async) {
+                self.out.compound = true;
+            }
+            let and_or = &item.0;
+            self.pipeline(&and_or.first, via);
+            for next in &and_or.additional {
+                self.out.compound = true;
+                match next {
+                    AndOr::And(p) | AndOr::Or(p) => self.pipeline(p, via),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, via: &[String]) {
+        if pipeline.seq.len() > 1 {
+            self.out.compound = true;
+        }
+        for command in &pipeline.seq {
+            self.command(command, via);
+        }
+    }
+
+    fn command(&mut self, command: &Command, via: &[String]) {
+        match command {
+            Command::Simple(simple) => self.simple(simple, via),
+            Command::Compound(compound, redirects) => {
+                self.out.compound = true;
+                let mut holder = SimpleCommand::default();
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.redirect(redirect, &mut holder, via);
+                    }
+                }
+                self.compound(compound, via);
+                if !holder.reads.is_empty() || !holder.writes.is_empty() {
+                    ":".clone_into(&mut holder.program);
+                    holder.via = via.to_vec();
+                    self.out.commands.push(holder);
+                }
+            }
+            Command::Function(function) => {
+                // The body is analysed as if it runs: a definition is followed by its use.
+                self.out.compound = true;
+                self.compound(&function.body.0, via);
+            }
+            Command::ExtendedTest(test, _) => self.test_expr(&test.expr, via),
+        }
+    }
+
+    fn compound(&mut self, compound: &CompoundCommand, via: &[String]) {
+        match compound {
+            CompoundCommand::BraceGroup(group) => self.list(&group.list, via),
+            CompoundCommand::Subshell(subshell) => self.list(&subshell.list, via),
+            CompoundCommand::ForClause(clause) => {
+                for value in clause.values.iter().flatten() {
+                    self.word(&value.value, via);
+                }
+                self.list(&clause.body.list, via);
+            }
+            CompoundCommand::CaseClause(clause) => {
+                self.word(&clause.value.value, via);
+                for case in &clause.cases {
+                    if let Some(list) = &case.cmd {
+                        self.list(list, via);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(clause) => {
+                self.list(&clause.condition, via);
+                self.list(&clause.then, via);
+                for other in clause.elses.iter().flatten() {
+                    if let Some(condition) = &other.condition {
+                        self.list(condition, via);
+                    }
+                    self.list(&other.body, via);
+                }
+            }
+            CompoundCommand::WhileClause(clause) | CompoundCommand::UntilClause(clause) => {
+                self.list(&clause.0, via);
+                self.list(&clause.1.list, via);
+            }
+            CompoundCommand::Coprocess(coproc) => {
+                self.out.compound = true;
+                self.command(&coproc.body, via);
+            }
+            CompoundCommand::Arithmetic(arith) => self.arithmetic(&arith.expr.value),
+            CompoundCommand::ArithmeticForClause(clause) => {
+                for expr in [&clause.initializer, &clause.condition, &clause.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&expr.value);
+                }
+                self.list(&clause.body.list, via);
+            }
+        }
+    }
+
+    fn arithmetic(&mut self, text: &str) {
+        if text.contains("$(") || text.contains('`') {
+            self.out
+                .unknown
+                .push("a command substitution inside arithmetic".to_owned());
+        }
+    }
+
+    fn test_expr(&mut self, expr: &ExtendedTestExpr, via: &[String]) {
+        match expr {
+            ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
+                self.test_expr(a, via);
+                self.test_expr(b, via);
+            }
+            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => self.test_expr(a, via),
+            ExtendedTestExpr::UnaryTest(_, word) => {
+                self.word(&word.value, via);
+            }
+            ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.word(&a.value, via);
+                self.word(&b.value, via);
+            }
+        }
+    }
+
+    /// Resolves a word and walks the substitutions inside it.
+    fn word(&mut self, raw: &str, via: &[String]) -> Arg {
+        let resolved = words::resolve(raw, &self.options);
+        self.take(resolved, via)
+    }
+
+    fn take(&mut self, resolved: Resolved, via: &[String]) -> Arg {
+        if let Some(error) = resolved.error {
+            self.out.unknown.push(error);
+        }
+        for substitution in &resolved.substitutions {
+            self.out.compound = true;
+            let mut inner = via.to_vec();
+            inner.push("$(…)".to_owned());
+            self.script(substitution, &inner);
+        }
+        resolved.arg
+    }
+
+    fn redirect(&mut self, redirect: &IoRedirect, cmd: &mut SimpleCommand, via: &[String]) {
+        self.out.compound = true;
+        match redirect {
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::Filename(word) => {
+                    let arg = self.word(&word.value, via);
+                    if !arg.literal {
+                        cmd.flags.unknown = true;
+                    }
+                    match kind {
+                        IoFileRedirectKind::Read => cmd.reads.push(arg.text),
+                        IoFileRedirectKind::Write
+                        | IoFileRedirectKind::Append
+                        | IoFileRedirectKind::Clobber => {
+                            push_write(cmd, arg.text);
+                        }
+                        IoFileRedirectKind::ReadAndWrite => {
+                            cmd.reads.push(arg.text.clone());
+                            push_write(cmd, arg.text);
+                        }
+                        IoFileRedirectKind::DuplicateInput
+                        | IoFileRedirectKind::DuplicateOutput => {}
+                    }
+                }
+                IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
+                    self.list(&subshell.list, via);
+                }
+                IoFileRedirectTarget::Fd(_) | IoFileRedirectTarget::Duplicate(_) => {}
+            },
+            IoRedirect::OutputAndError(word, _) => {
+                let arg = self.word(&word.value, via);
+                if !arg.literal {
+                    cmd.flags.unknown = true;
+                }
+                push_write(cmd, arg.text);
+            }
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let resolved = words::resolve_heredoc(&doc.doc.value, &self.options);
+                    self.take(resolved, via);
+                }
+            }
+            IoRedirect::HereString(_, word) => {
+                self.word(&word.value, via);
+            }
+        }
+    }
+
+    fn simple(&mut self, simple: &ast::SimpleCommand, via: &[String]) {
+        let mut cmd = SimpleCommand {
+            via: via.to_vec(),
+            ..SimpleCommand::default()
+        };
+        let mut words = Vec::new();
+        let items = simple.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
+        for item in items {
+            self.item(item, &mut cmd, &mut words, true, via);
+        }
+        if let Some(name) = &simple.word_or_name {
+            let arg = self.word(&name.value, via);
+            words.push(arg);
+        }
+        for item in suffix {
+            self.item(item, &mut cmd, &mut words, false, via);
+        }
+        let mut words = words.into_iter();
+        match words.next() {
+            Some(program) => {
+                if !program.literal {
+                    cmd.flags.unknown = true;
+                    self.out.unknown.push(format!(
+                        "the command name {} is not known before running",
+                        program.text
+                    ));
+                }
+                cmd.program = commands::program_name(&program.text);
+                cmd.args = words.collect();
+            }
+            None if cmd.assignments.is_empty() && cmd.reads.is_empty() && cmd.writes.is_empty() => {
+                return;
+            }
+            None => {}
+        }
+        self.finish(cmd);
+    }
+
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        cmd: &mut SimpleCommand,
+        words: &mut Vec<Arg>,
+        prefix: bool,
+        via: &[String],
+    ) {
+        match item {
+            CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect, cmd, via),
+            CommandPrefixOrSuffixItem::Word(word) => {
+                let arg = self.word(&word.value, via);
+                words.push(arg);
+            }
+            CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
+                let value = match &assignment.value {
+                    ast::AssignmentValue::Scalar(value) => self.word(&value.value, via).text,
+                    ast::AssignmentValue::Array(values) => {
+                        let texts: Vec<String> = values
+                            .iter()
+                            .map(|(_, v)| self.word(&v.value, via).text)
+                            .collect();
+                        texts.join(" ")
+                    }
+                };
+                if prefix && words.is_empty() {
+                    cmd.assignments.push((assignment.name.to_string(), value));
+                } else {
+                    // `export X=1`, `declare -x X=1`: an argument of a declaration builtin.
+                    let arg = self.word(&word.value, via);
+                    words.push(arg);
+                }
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+                self.out.compound = true;
+                self.list(&subshell.list, via);
+                words.push(Arg {
+                    text: "<(…)".to_owned(),
+                    literal: false,
+                });
+            }
+        }
+    }
+
+    /// Sees through wrappers and nested scripts, annotates what is left, and records it.
+    fn finish(&mut self, mut cmd: SimpleCommand) {
+        if cmd.via.len() > MAX_DEPTH {
+            self.out
+                .unknown
+                .push(format!("wrapped more than {MAX_DEPTH} levels deep"));
+            return;
+        }
+        match commands::expand(&cmd) {
+            Expansion::Done => {}
+            Expansion::Inner(inner) => {
+                self.out.compound = true;
+                self.out.commands.push(commands::wrapper_record(&cmd));
+                for command in inner {
+                    self.finish(command);
+                }
+                return;
+            }
+            Expansion::Script { source, wrapper } => {
+                self.out.compound = true;
+                let mut via = cmd.via.clone();
+                via.push(wrapper);
+                self.out.commands.push(commands::wrapper_record(&cmd));
+                self.script(&source, &via);
+                return;
+            }
+            Expansion::Unknown(reason) => {
+                cmd.flags.unknown = true;
+                self.out.unknown.push(reason);
+            }
+        }
+        annotate::annotate(&mut cmd);
+        self.out.commands.push(cmd);
+    }
+}
+
+fn push_write(cmd: &mut SimpleCommand, path: String) {
+    const HARMLESS: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+    if HARMLESS.contains(&path.as_str()) || path.starts_with("/dev/fd/") {
+        return;
+    }
+    cmd.redirected.push(path.clone());
+    cmd.writes.push(path);
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the policy engine: the data-driven corpus, properties, explanations.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod corpus;
+mod fixture;
