@@ -35,6 +35,34 @@ pub enum Command {
     /// Show the resolved settings, the files they came from, or their JSON Schema.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Ask the policy engine what it would decide about an action, and why.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Decide one action: TOOL is bash, read, write, edit, glob, grep, fetch or a tool name.
+    Check(PolicyArgs),
+    /// Show every layer consulted, in order, with what each said.
+    Explain(PolicyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Extra settings files, applied above the project's (repeatable).
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+    /// The permission mode: plan, default, accept-edits, auto or bypass.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// bash, read, write, edit, glob, grep, fetch, or a custom tool's name.
+    pub tool: String,
+    /// The command string, path or URL.
+    pub target: String,
 }
 
 #[derive(Debug, Args)]
@@ -50,6 +78,10 @@ pub struct ToolArgs {
     /// Do not record the event in the trace.
     #[arg(long)]
     pub no_trace: bool,
+    /// What to answer when the policy asks for approval: deny (default) or allow. Never
+    /// overrides a deny or widens the sandbox.
+    #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
+    pub on_ask: String,
 }
 
 #[derive(Debug, Args)]

@@ -64,7 +64,7 @@ fn a_tool_error_exits_1_with_structured_json_and_one_stderr_line() {
     let run = p.run(&["tool", "readFile", "--args", r#"{"path": ".env"}"#]);
     assert_eq!(run.code, 1);
     let out = run.json();
-    assert_eq!(out["error"]["kind"], "denied_path");
+    assert_eq!(out["error"]["kind"], "policy_denied");
     assert!(!run.stdout.contains("sk-proj"));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     insta::assert_snapshot!("denied_read_stderr", run.stderr);
@@ -165,4 +165,39 @@ fn tools_json_prints_every_schema() {
         assert!(!tool["description"].as_str().unwrap().is_empty());
         assert_eq!(tool["parameters"]["type"], "object");
     }
+}
+
+#[test]
+fn approval_requests_are_refused_unless_on_ask_allow() {
+    let p = Project::new();
+    // The probe works: the file exists and is readable outside the tool.
+    assert!(
+        std::fs::read_to_string("/etc/hostname").is_ok()
+            || std::fs::read_to_string("/etc/passwd").is_ok()
+    );
+    let run = p.run(&["tool", "readFile", "--args", r#"{"path": "/etc/passwd"}"#]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.json()["error"]["kind"], "needs_approval");
+    // Approved, the call reaches the tool, whose own roots still refuse it.
+    let run = p.run(&[
+        "tool",
+        "readFile",
+        "--on-ask",
+        "allow",
+        "--args",
+        r#"{"path": "/etc/passwd"}"#,
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.json()["error"]["kind"], "outside_roots");
+    // A deny is never turned into an allow by the flag.
+    p.write(".env", "X=1\n");
+    let run = p.run(&[
+        "tool",
+        "readFile",
+        "--on-ask",
+        "allow",
+        "--args",
+        r#"{"path": ".env"}"#,
+    ]);
+    assert_eq!(run.json()["error"]["kind"], "policy_denied");
 }

@@ -54,12 +54,15 @@ fn every_call_is_recorded_with_its_decision_and_outcome() {
     assert_eq!(events[0]["tool"], "glob");
     assert_eq!(events[0]["status"], "ok");
     assert_eq!(events[0]["decision"]["decision"], "allow");
-    assert_eq!(events[0]["decision"]["layer"], "none");
+    // Decided by the policy engine: a read inside the workspace is allowed by the mode.
+    assert_eq!(events[0]["decision"]["layer"], "mode");
+    assert_eq!(events[0]["decision"]["risk"], "L1");
     assert_eq!(events[0]["arguments"]["pattern"], "*.rs");
     assert!(events[0]["bytesOut"].as_u64().unwrap() > 0);
     assert!(events[0]["timestamp"].as_str().unwrap().ends_with('Z'));
     assert_eq!(events[1]["status"], "denied");
     assert_eq!(events[1]["decision"]["decision"], "deny");
+    assert_eq!(events[1]["decision"]["layer"], "path_sandbox");
     assert_eq!(events[2]["status"], "error");
     assert!(events[2]["error"].as_str().unwrap().contains("regex"));
 
@@ -80,7 +83,11 @@ fn every_call_is_recorded_with_its_decision_and_outcome() {
 
     let table = p.run(&["trace", "show", &id]);
     assert_eq!(table.code, 0);
-    assert!(table.stdout.contains("deny/tool"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("deny/path_sandbox"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]

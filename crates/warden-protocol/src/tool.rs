@@ -48,6 +48,10 @@ pub enum ToolErrorKind {
     SymlinkEscape,
     /// The path matches a protected or denied pattern.
     DeniedPath,
+    /// The policy refused the call outright.
+    PolicyDenied,
+    /// The policy asked for approval (or a wider sandbox) and no one gave it.
+    NeedsApproval,
     NotFound,
     IsDirectory,
     NotAFile,

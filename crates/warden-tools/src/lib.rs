@@ -20,5 +20,5 @@ pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};
 pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
-pub use runner::ToolRunner;
+pub use runner::{OnAsk, ToolRunner};
 pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};

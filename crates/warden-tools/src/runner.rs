@@ -1,20 +1,33 @@
-//! Running calls through the registry and recording each one in the trace.
+//! Running calls: validate, ask the policy engine, run, record — every call, whatever its outcome.
 
 use std::time::Instant;
 
 use serde_json::Value;
+use warden_policy::{Action, Engine};
 use warden_protocol::{
-    Decision, DecisionKind, PolicyLayer, SessionId, ToolErrorKind, ToolEvent, ToolName, ToolResult,
-    ToolStatus,
+    Decision, DecisionKind, PolicyLayer, SessionId, ToolError, ToolErrorKind, ToolEvent, ToolName,
+    ToolResult, ToolStatus,
 };
 use warden_trace::{TraceError, TraceStore};
 
 use crate::{Registry, ToolContext};
 
+/// What to answer when the policy asks for approval and no person is there to ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnAsk {
+    /// Refuse (the default).
+    #[default]
+    Deny,
+    /// Approve. Never applies to a deny or to an escalation: a flag cannot widen the sandbox.
+    Allow,
+}
+
 /// Runs tool calls for one session and records every call, whatever its outcome.
 pub struct ToolRunner<'a> {
     registry: &'a Registry,
     ctx: &'a ToolContext,
+    policy: &'a Engine,
+    on_ask: OnAsk,
     trace: Option<&'a TraceStore>,
     session: SessionId,
     sandbox_profile: String,
@@ -22,11 +35,12 @@ pub struct ToolRunner<'a> {
 }
 
 impl<'a> ToolRunner<'a> {
-    /// A runner for `session`. With a trace store, the next sequence number continues the
-    /// session's existing events.
+    /// A runner for `session`, deciding every call with `policy`. With a trace store, the next
+    /// sequence number continues the session's existing events.
     pub fn new(
         registry: &'a Registry,
         ctx: &'a ToolContext,
+        policy: &'a Engine,
         trace: Option<&'a TraceStore>,
         session: SessionId,
     ) -> Result<Self, TraceError> {
@@ -37,11 +51,20 @@ impl<'a> ToolRunner<'a> {
         Ok(Self {
             registry,
             ctx,
+            policy,
+            on_ask: OnAsk::Deny,
             trace,
             session,
             sandbox_profile: "none".to_owned(),
             seq,
         })
+    }
+
+    /// The answer to approval requests. Default [`OnAsk::Deny`].
+    #[must_use]
+    pub fn with_on_ask(mut self, on_ask: OnAsk) -> Self {
+        self.on_ask = on_ask;
+        self
     }
 
     /// The sandbox profile recorded with each event. Default `none` (the tools run in-process).
@@ -55,58 +78,50 @@ impl<'a> ToolRunner<'a> {
         &self.session
     }
 
-    /// Runs one call and records it. The tool's own failure is in the returned result; only a
-    /// failure to record is an `Err`, so nothing runs unrecorded without the caller knowing.
+    /// Validates, decides, runs and records one call. The tool's own failure and a refusal are
+    /// in the returned result; only a failure to record is an `Err`, so nothing runs unrecorded
+    /// without the caller knowing.
     pub fn run(&mut self, name: &str, args: Value) -> Result<ToolResult, TraceError> {
         let started = Instant::now();
-        let outcome = self.registry.call(self.ctx, name, args.clone());
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let tool: ToolName = name.parse().unwrap_or_else(|_| unknown_tool_name());
-        let (result, decision, error) = match outcome {
-            Ok(output) => (
-                ToolResult {
-                    tool: tool.clone(),
-                    status: ToolStatus::Ok,
-                    output: Some(output),
-                    error: None,
-                },
-                Decision::unchecked(),
-                None,
-            ),
-            Err(err) => {
-                let refused = matches!(
-                    err.kind,
-                    ToolErrorKind::OutsideRoots
-                        | ToolErrorKind::SymlinkEscape
-                        | ToolErrorKind::DeniedPath
-                );
-                let (status, decision) = if refused {
-                    let decision = Decision {
-                        decision: DecisionKind::Deny,
-                        risk: None,
-                        reason: err.message.clone(),
-                        layer: PolicyLayer::Tool,
-                        rule: None,
-                        rewrite: None,
-                        approval: None,
+        let (result, decision) = match self.registry.validate(name, &args) {
+            Err(err) => (failed(&tool, err), Decision::unchecked()),
+            Ok(()) => {
+                let decision = self.decide(name, &args);
+                if decision.decision == DecisionKind::Allow {
+                    let result = match self.registry.call(self.ctx, name, args.clone()) {
+                        Ok(output) => ToolResult {
+                            tool: tool.clone(),
+                            status: ToolStatus::Ok,
+                            output: Some(output),
+                            error: None,
+                        },
+                        Err(err) => failed(&tool, err),
                     };
-                    (ToolStatus::Denied, decision)
+                    (result, decision)
                 } else {
-                    (ToolStatus::Error, Decision::unchecked())
-                };
-                let message = err.message.clone();
-                (
-                    ToolResult {
-                        tool: tool.clone(),
-                        status,
-                        output: None,
-                        error: Some(err),
-                    },
-                    decision,
-                    Some(message),
-                )
+                    let kind = if decision.decision == DecisionKind::Deny {
+                        ToolErrorKind::PolicyDenied
+                    } else {
+                        ToolErrorKind::NeedsApproval
+                    };
+                    let err = ToolError::new(
+                        kind,
+                        format!("{}: {}", decision.decision.as_str(), decision.reason),
+                    );
+                    (
+                        ToolResult {
+                            tool: tool.clone(),
+                            status: ToolStatus::Denied,
+                            output: None,
+                            error: Some(err),
+                        },
+                        decision,
+                    )
+                }
             }
         };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         if let Some(store) = self.trace {
             let bytes_out = result.output.as_ref().map_or(0, |o| o.to_string().len());
             let event = ToolEvent {
@@ -118,7 +133,7 @@ impl<'a> ToolRunner<'a> {
                 decision,
                 sandbox_profile: self.sandbox_profile.clone(),
                 status: result.status,
-                error,
+                error: result.error.as_ref().map(|e| e.message.clone()),
                 duration_ms,
                 timestamp: warden_trace::now_rfc3339(),
                 bytes_out: bytes_out as u64,
@@ -127,6 +142,63 @@ impl<'a> ToolRunner<'a> {
             self.seq += 1;
         }
         Ok(result)
+    }
+
+    /// The policy's decision, with a non-interactive approval applied where it may be.
+    fn decide(&self, name: &str, args: &Value) -> Decision {
+        let mut decision = self.policy.check(&action(name, args)).decision;
+        let askable = matches!(
+            decision.decision,
+            DecisionKind::RequireApproval | DecisionKind::Rewrite
+        );
+        if askable && self.on_ask == OnAsk::Allow {
+            decision.reason = format!(
+                "approved non-interactively (--on-ask allow): {}",
+                decision.reason
+            );
+            decision.decision = DecisionKind::Allow;
+            decision.layer = PolicyLayer::Approval;
+        }
+        decision
+    }
+}
+
+/// What the policy is asked about a call of a built-in tool.
+fn action(name: &str, args: &Value) -> Action {
+    let path = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(".")
+            .to_owned()
+    };
+    match name {
+        "readFile" => Action::Read(path("path")),
+        "glob" => Action::Glob(path("path")),
+        "grep" => Action::Grep(path("path")),
+        other => Action::Tool {
+            name: other.to_owned(),
+            target: args.to_string(),
+        },
+    }
+}
+
+/// A tool error as a result: a refusal of the tool's own guards (roots, protected files) is
+/// `denied`, anything else `error`.
+fn failed(tool: &ToolName, err: ToolError) -> ToolResult {
+    let refused = matches!(
+        err.kind,
+        ToolErrorKind::OutsideRoots | ToolErrorKind::SymlinkEscape | ToolErrorKind::DeniedPath
+    );
+    let status = if refused {
+        ToolStatus::Denied
+    } else {
+        ToolStatus::Error
+    };
+    ToolResult {
+        tool: tool.clone(),
+        status,
+        output: None,
+        error: Some(err),
     }
 }
 

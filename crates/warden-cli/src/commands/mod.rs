@@ -1,13 +1,14 @@
 //! One module per subcommand.
 
 mod config;
+mod policy;
 mod tool;
 mod trace;
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use warden_config::{LoadOptions, Settings};
+use warden_config::{LoadOptions, RawSettings, Settings};
 
 use crate::args::{Cli, Command};
 use crate::{CliError, Exit};
@@ -19,18 +20,29 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Tools(args) => tool::list(&args),
         Command::Trace(command) => trace::run(&command),
         Command::Config(command) => config::run(dir, &command),
+        Command::Policy(command) => policy::run(dir, command),
     }
 }
 
 /// Loads the settings for the working directory (`-C` or the current one).
 pub(crate) fn load_settings(dir: Option<PathBuf>) -> Result<Settings, CliError> {
+    load_settings_with(dir, RawSettings::default())
+}
+
+/// Loads the settings with a command-line layer.
+pub(crate) fn load_settings_with(
+    dir: Option<PathBuf>,
+    cli: RawSettings,
+) -> Result<Settings, CliError> {
     let cwd = match dir {
         Some(dir) => dir,
         None => std::env::current_dir()
             .context("cannot read the current directory")
             .map_err(CliError::failure)?,
     };
-    warden_config::load(&LoadOptions::new(cwd)).map_err(CliError::usage)
+    let mut options = LoadOptions::new(cwd);
+    options.cli = cli;
+    warden_config::load(&options).map_err(CliError::usage)
 }
 
 /// Opens the trace store at its default place.

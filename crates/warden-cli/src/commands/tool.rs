@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, anyhow};
 use serde_json::{Value, json};
+use warden_policy::Engine;
 use warden_protocol::{SessionId, ToolStatus};
-use warden_tools::{Registry, ToolContext, ToolRunner};
+use warden_tools::{OnAsk, Registry, ToolContext, ToolRunner};
 
 use super::{load_settings, open_trace, print_json};
 use crate::args::{ToolArgs, ToolsArgs};
@@ -34,8 +35,15 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
     } else {
         Some(open_trace()?)
     };
-    let mut runner =
-        ToolRunner::new(&registry, &ctx, store.as_ref(), session).map_err(CliError::failure)?;
+    let policy = Engine::from_settings(&settings).map_err(CliError::usage)?;
+    let on_ask = if args.on_ask == "allow" {
+        OnAsk::Allow
+    } else {
+        OnAsk::Deny
+    };
+    let mut runner = ToolRunner::new(&registry, &ctx, &policy, store.as_ref(), session)
+        .map_err(CliError::failure)?
+        .with_on_ask(on_ask);
     let result = runner
         .run(&args.name, arguments)
         .map_err(CliError::failure)?;

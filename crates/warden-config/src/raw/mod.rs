@@ -199,3 +199,13 @@ pub struct RawSandboxEnv {
 }
 
 merge_struct!(RawSandboxEnv { allow, set });
+
+impl RawSettings {
+    /// This layer with `lower` beneath it: what this one sets wins, lists are joined, tables
+    /// merged key by key. For building the command-line layer from several files and flags.
+    #[must_use]
+    pub fn over(mut self, lower: Self) -> Self {
+        crate::merge::Merge::merge(&mut self, lower);
+        self
+    }
+}

@@ -1,0 +1,106 @@
+//! `warden policy check|explain` — a CLI contract: flags, JSON fields and exit codes are stable.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, anyhow};
+use serde_json::json;
+use warden_config::raw::RawPermissions;
+use warden_config::{Layer, RawSettings, SettingsSource};
+use warden_policy::{Action, Engine};
+
+use super::{load_settings_with, print_json};
+use crate::args::{PolicyArgs, PolicyCommand};
+use crate::{CliError, Exit};
+
+pub(super) fn run(dir: Option<PathBuf>, command: PolicyCommand) -> Result<Exit, CliError> {
+    let (args, explain) = match command {
+        PolicyCommand::Check(args) => (args, false),
+        PolicyCommand::Explain(args) => (args, true),
+    };
+    let engine = engine(dir, &args)?;
+    let verdict = engine.check(&Action::from_cli(&args.tool, &args.target));
+    let decision = &verdict.decision;
+    match (explain, args.json) {
+        (false, true) => print_json(decision)?,
+        (false, false) => {
+            let risk = decision
+                .risk
+                .map_or_else(String::new, |r| format!(" {r:?}"));
+            println!(
+                "{}{risk}: {} [{}]",
+                decision.decision.as_str(),
+                decision.reason,
+                decision.layer.as_str()
+            );
+            if let Some(rewrite) = &decision.rewrite {
+                println!("instead: {} {}", rewrite.tool, rewrite.target);
+            }
+        }
+        (true, true) => {
+            let steps: Vec<_> = verdict
+                .trail
+                .iter()
+                .map(|s| json!({"layer": s.layer.as_str(), "said": s.said}))
+                .collect();
+            print_json(
+                &json!({"decision": decision, "layers": steps, "analysis": verdict.analysis}),
+            )?;
+        }
+        (true, false) => {
+            println!("{} {}", args.tool, args.target);
+            println!("mode: {}", engine.mode().as_str());
+            for (i, step) in verdict.trail.iter().enumerate() {
+                println!("{:>2}. {:<12} {}", i + 1, step.layer.as_str(), step.said);
+            }
+            let risk = decision
+                .risk
+                .map_or_else(String::new, |r| format!(" (risk {r:?})"));
+            println!(
+                "=> {}{risk}: {}",
+                decision.decision.as_str(),
+                decision.reason
+            );
+            if let Some(rewrite) = &decision.rewrite {
+                println!(
+                    "   instead: {} {} ({})",
+                    rewrite.tool, rewrite.target, rewrite.reason
+                );
+            }
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn engine(dir: Option<PathBuf>, args: &PolicyArgs) -> Result<Engine, CliError> {
+    let mut cli = RawSettings::default();
+    if let Some(mode) = &args.mode {
+        let mode = mode.parse().map_err(CliError::usage)?;
+        cli.permissions = Some(RawPermissions {
+            mode: Some(mode),
+            ..RawPermissions::default()
+        });
+    }
+    for file in &args.settings {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --settings {}", file.display()))
+            .map_err(CliError::usage)?;
+        let layer = warden_config::parse_str(&text, file).map_err(CliError::usage)?;
+        cli = cli.over(layer);
+    }
+    if args.tool.is_empty() {
+        return Err(CliError::usage(anyhow!("TOOL is empty")));
+    }
+    let mut settings = load_settings_with(dir, cli)?;
+    // Errors in a rule name the file that holds it, --settings files included.
+    for file in &args.settings {
+        let path = file.canonicalize().unwrap_or_else(|_| file.clone());
+        settings.sources.insert(
+            0,
+            SettingsSource {
+                layer: Layer::CommandLine,
+                path,
+            },
+        );
+    }
+    Engine::from_settings(&settings).map_err(CliError::usage)
+}
