@@ -84,9 +84,11 @@ impl<'a> ToolRunner<'a> {
     pub fn run(&mut self, name: &str, args: Value) -> Result<ToolResult, TraceError> {
         let started = Instant::now();
         let tool: ToolName = name.parse().unwrap_or_else(|_| unknown_tool_name());
-        let (result, decision) = match self.registry.validate(name, &args) {
-            Err(err) => (failed(&tool, err), Decision::unchecked()),
-            Ok(()) => {
+        // Invalid arguments go back to the model before the policy is asked anything.
+        let (result, decision) = if let Err(err) = self.registry.validate(name, &args) {
+            (failed(&tool, err), Decision::unchecked())
+        } else {
+            {
                 let decision = self.decide(name, &args);
                 if decision.decision == DecisionKind::Allow {
                     let result = match self.registry.call(self.ctx, name, args.clone()) {
