@@ -7,7 +7,7 @@ use warden_protocol::DecisionKind;
 
 use crate::fixture::Fixture;
 
-/// Restrictiveness: allow < rewrite < require_approval < require_escalation < deny.
+/// Restrictiveness: `allow` < `rewrite` < `require_approval` < `require_escalation` < `deny`.
 fn rank(kind: DecisionKind) -> u8 {
     match kind {
         DecisionKind::Allow => 0,
