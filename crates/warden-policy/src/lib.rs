@@ -13,6 +13,7 @@ mod engine;
 mod error;
 mod hardblock;
 mod modes;
+mod pathrules;
 mod paths;
 pub mod risk;
 mod rules;

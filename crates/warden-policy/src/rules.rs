@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSetBuilder};
 
 /// Which list a rule is in. Ordered by precedence: deny beats ask beats allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,7 +61,8 @@ enum Spec {
     Any,
     /// A command pattern: `*` matches anything; a trailing ` *` also matches nothing.
     Command(String),
-    Path(GlobSet),
+    /// Parsed, not compiled: the engine compiles every path rule into one set per list.
+    Path(Vec<Glob>),
     Domain {
         host: String,
         subdomains: bool,
@@ -187,11 +188,26 @@ impl Rule {
         }
     }
 
-    /// Whether this path rule matches an absolute path.
+    /// The globs of a path rule.
+    pub(crate) fn path_globs(&self) -> Option<&[Glob]> {
+        match &self.spec {
+            Spec::Path(globs) => Some(globs),
+            _ => None,
+        }
+    }
+
+    /// Whether this path rule matches an absolute path (compiles the rule each call; the engine
+    /// uses its compiled index instead).
     pub fn matches_path(&self, path: &Path) -> bool {
         match &self.spec {
             Spec::Any => true,
-            Spec::Path(glob) => glob.is_match(path),
+            Spec::Path(globs) => {
+                let mut set = GlobSetBuilder::new();
+                for glob in globs {
+                    set.add(glob.clone());
+                }
+                set.build().is_ok_and(|set| set.is_match(path))
+            }
             _ => false,
         }
     }
@@ -268,7 +284,7 @@ pub(crate) fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
 
 /// A gitignore-style path specifier as an absolute glob: `//abs`, `~/…`, `/…` (the project root),
 /// `./…` or bare (the working directory; a bare name with no `/` matches at any depth below it).
-fn path_glob(spec: &str, anchors: &Anchors) -> Result<GlobSet, String> {
+fn path_glob(spec: &str, anchors: &Anchors) -> Result<Vec<Glob>, String> {
     let (base, rest): (PathBuf, &str) = if let Some(rest) = spec.strip_prefix("//") {
         (PathBuf::from("/"), rest)
     } else if let Some(rest) = spec.strip_prefix("~/") {
@@ -292,16 +308,15 @@ fn path_glob(spec: &str, anchors: &Anchors) -> Result<GlobSet, String> {
     } else {
         format!("{base}/**/{rest}")
     };
-    let mut set = GlobSetBuilder::new();
-    for pattern in [glob.clone(), format!("{glob}/**")] {
-        let compiled = GlobBuilder::new(&pattern)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("invalid path pattern: {e}"))?;
-        set.add(compiled);
-    }
-    set.build()
-        .map_err(|e| format!("invalid path pattern: {e}"))
+    [glob.clone(), format!("{glob}/**")]
+        .iter()
+        .map(|pattern| {
+            GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("invalid path pattern: {e}"))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -18,7 +18,12 @@ pub(super) fn run(dir: Option<PathBuf>, command: PolicyCommand) -> Result<Exit, 
         PolicyCommand::Explain(args) => (args, true),
     };
     let engine = engine(dir, &args)?;
-    let verdict = engine.check(&Action::from_cli(&args.tool, &args.target));
+    let action = Action::from_cli(&args.tool, &args.target);
+    let verdict = if explain {
+        engine.explain(&action)
+    } else {
+        engine.check(&action)
+    };
     let decision = &verdict.decision;
     match (explain, args.json) {
         (false, true) => print_json(decision)?,

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use warden_config::PermissionMode;
 use warden_protocol::{PolicyLayer, Rewrite, RiskLevel};
 
-use super::tools::path_hit;
-use super::{Engine, Part, Step, outcome_word, verb};
+use super::{Engine, Part, Trail, outcome_word, verb};
 use crate::modes::{Outcome, Row, cell};
 use crate::paths::{self, Target};
 use crate::rules::{Rule, RuleKind, RuleTool};
@@ -30,14 +29,11 @@ impl Engine {
         &self,
         source: &str,
         analysis: &Analysis,
-        trail: &mut Vec<Step>,
+        trail: &mut Trail,
     ) -> (Part, Vec<String>, Option<Rewrite>) {
         let mut resources = Vec::new();
         if let Some(why) = hardblock::whole(source, analysis) {
-            trail.push(Step {
-                layer: PolicyLayer::HardBlock,
-                said: format!("blocked: {why}"),
-            });
+            trail.note(PolicyLayer::HardBlock, || format!("blocked: {why}"));
             return (
                 Part::new(
                     Outcome::Deny,
@@ -93,9 +89,8 @@ impl Engine {
             } else {
                 Outcome::Approve
             };
-            trail.push(Step {
-                layer: PolicyLayer::Mode,
-                said: format!("not fully analysable ({why}): approval at best"),
+            trail.note(PolicyLayer::Mode, || {
+                format!("not fully analysable ({why}): approval at best")
             });
             part = Part {
                 outcome,
@@ -116,7 +111,7 @@ impl Engine {
     }
 
     /// One simple command through the layers.
-    fn simple(&self, cmd: &SimpleCommand, cwd: &Path, trail: &mut Vec<Step>) -> Part {
+    fn simple(&self, cmd: &SimpleCommand, cwd: &Path, trail: &mut Trail) -> Part {
         let line = cmd.line();
         let (risk, why) = risk::classify(cmd, &[]);
         if let Some(part) = self.hard_block(cmd, &line, risk, &why, cwd, trail) {
@@ -140,21 +135,17 @@ impl Engine {
         risk: RiskLevel,
         why: &str,
         cwd: &Path,
-        trail: &mut Vec<Step>,
+        trail: &mut Trail,
     ) -> Option<Part> {
         let blocked = hardblock::part(cmd, cwd, &self.anchors.home, &self.anchors.project_root)
             .map(|why| (RiskLevel::L5, format!("hard-blocked: {why}")))
             .or_else(|| (risk == RiskLevel::L5).then(|| (risk, format!("{line}: {why}"))));
         let Some((risk, reason)) = blocked else {
-            trail.push(Step {
-                layer: PolicyLayer::HardBlock,
-                said: format!("{line}: not blocked"),
-            });
+            trail.note(PolicyLayer::HardBlock, || format!("{line}: not blocked"));
             return None;
         };
-        trail.push(Step {
-            layer: PolicyLayer::HardBlock,
-            said: format!("{line}: blocked: {reason}"),
+        trail.note(PolicyLayer::HardBlock, || {
+            format!("{line}: blocked: {reason}")
         });
         Some(Part::new(
             Outcome::Deny,
@@ -170,10 +161,10 @@ impl Engine {
         cmd: &SimpleCommand,
         line: &str,
         cwd: &Path,
-        trail: &mut Vec<Step>,
+        trail: &mut Trail,
     ) -> Result<Files, Part> {
         let home = &self.anchors.home;
-        let resolve = |raw: &String| (raw.clone(), paths::resolve(&expand_home(raw), cwd, home));
+        let resolve = |raw: &String| (raw.clone(), self.target(&expand_home(raw), cwd));
         let reads: Vec<(String, Target)> = cmd
             .reads
             .iter()
@@ -203,9 +194,8 @@ impl Engine {
         for (write, list, unknown) in [(false, &reads, &cmd.reads), (true, &writes, &cmd.writes)] {
             if let Some((raw, pattern)) = protected(list, unknown, write) {
                 let verb = if write { "writes" } else { "reads" };
-                trail.push(Step {
-                    layer: PolicyLayer::PathSandbox,
-                    said: format!("{line}: {verb} {raw}, protected by {pattern:?}"),
+                trail.note(PolicyLayer::PathSandbox, || {
+                    format!("{line}: {verb} {raw}, protected by {pattern:?}")
                 });
                 return Err(Part::new(
                     Outcome::Deny,
@@ -215,11 +205,7 @@ impl Engine {
                 ));
             }
         }
-        let edit_allowed = |t: &Target| {
-            self.rules
-                .iter()
-                .any(|r| r.kind == RuleKind::Allow && r.tool == RuleTool::Edit && path_hit(r, t))
-        };
+        let edit_allowed = |t: &Target| self.path_allowed(&RuleTool::Edit, t);
         let files = Files {
             unresolved_write: cmd.writes.iter().any(|w| !resolvable(w) && w != "<stdin>"),
             unresolved_read: cmd
@@ -241,14 +227,11 @@ impl Engine {
             reads,
             writes,
         };
-        trail.push(Step {
-            layer: PolicyLayer::PathSandbox,
-            said: format!(
+        trail.note(PolicyLayer::PathSandbox, || format!(
                 "{line}: no protected path; {} read(s) outside the workspace, {} write(s) outside the writable roots",
                 files.outside_reads.len(),
                 files.outside_writes.len()
-            ),
-        });
+            ));
         Ok(files)
     }
 
@@ -299,7 +282,7 @@ impl Engine {
         files: &Files,
         risk: RiskLevel,
         why: &str,
-        trail: &mut Vec<Step>,
+        trail: &mut Trail,
     ) -> Part {
         let mut rows = vec![match risk {
             RiskLevel::L0 | RiskLevel::L1 => Row::Info,
@@ -356,14 +339,13 @@ impl Engine {
             };
         }
         let rows_text: Vec<&str> = rows.iter().map(|r| r.as_str()).collect();
-        trail.push(Step {
-            layer: PolicyLayer::Mode,
-            said: format!(
+        trail.note(PolicyLayer::Mode, || {
+            format!(
                 "{line}: {} mode, {} → {}",
                 self.mode.as_str(),
                 rows_text.join(" + "),
                 outcome_word(outcome)
-            ),
+            )
         });
         Part {
             outcome,
@@ -381,31 +363,33 @@ impl Engine {
         line: &str,
         files: &Files,
         risk: RiskLevel,
-        trail: &mut Vec<Step>,
+        trail: &mut Trail,
     ) -> Option<Part> {
         let mut found: Option<&Rule> = None;
         for rule in self.candidate_rules(&cmd.program) {
-            let hit = match &rule.tool {
-                RuleTool::Bash => rule.matches_command(line),
-                RuleTool::Read => files.reads.iter().any(|(_, t)| path_hit(rule, t)),
-                RuleTool::Edit => files.writes.iter().any(|(_, t)| path_hit(rule, t)),
-                _ => false,
-            };
-            // An allow must cover the whole command: a Read/Edit allow only covers file access,
-            // and execution smuggled in by configuration is not what a command rule was for.
-            let allow_ok = rule.tool == RuleTool::Bash && !cmd.flags.hidden_exec;
-            if hit
-                && (rule.kind != RuleKind::Allow || allow_ok)
+            // Execution smuggled in by configuration is not what a command rule was written for.
+            let allow_ok = !cmd.flags.hidden_exec;
+            if (rule.kind != RuleKind::Allow || allow_ok)
+                && found.is_none_or(|f| rule.kind > f.kind)
+                && rule.matches_command(line)
+            {
+                found = Some(rule);
+            }
+        }
+        // Path rules on what it reads and writes: their deny and ask apply; their allow only
+        // covers file access, never running the command.
+        let reads = files.reads.iter().map(|(_, t)| (RuleTool::Read, t));
+        let writes = files.writes.iter().map(|(_, t)| (RuleTool::Edit, t));
+        for (tool, target) in reads.chain(writes) {
+            if let Some(rule) = self.path_rule(std::slice::from_ref(&tool), target)
+                && rule.kind != RuleKind::Allow
                 && found.is_none_or(|f| rule.kind > f.kind)
             {
                 found = Some(rule);
             }
         }
         let Some(rule) = found else {
-            trail.push(Step {
-                layer: PolicyLayer::Rules,
-                said: format!("{line}: no rule matches"),
-            });
+            trail.note(PolicyLayer::Rules, || format!("{line}: no rule matches"));
             return None;
         };
         let outcome = match rule.kind {
@@ -413,9 +397,8 @@ impl Engine {
             RuleKind::Ask => Outcome::Approve,
             RuleKind::Allow => Outcome::Allow,
         };
-        trail.push(Step {
-            layer: PolicyLayer::Rules,
-            said: format!("{line}: {} rule {}", rule.kind.as_str(), rule.text()),
+        trail.note(PolicyLayer::Rules, || {
+            format!("{line}: {} rule {}", rule.kind.as_str(), rule.text())
         });
         let reason = format!("{line}: {} by the rule {}", verb(rule.kind), rule.text());
         Some(Part {

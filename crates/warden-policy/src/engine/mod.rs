@@ -5,14 +5,16 @@ mod tools;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use warden_config::{PermissionMode, Settings};
 use warden_protocol::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
 
 use crate::PolicyError;
 use crate::modes::Outcome;
+use crate::pathrules::PathRules;
 use crate::paths::{self, Protection};
-use crate::rules::{Anchors, Rule, RuleKind};
+use crate::rules::{Anchors, Rule, RuleKind, RuleTool};
 use crate::shell::{self, Analysis};
 
 /// What is being asked for.
@@ -85,12 +87,55 @@ pub struct Step {
     pub said: String,
 }
 
+/// Shell analyses by command string. Bounded: emptied when it grows past its limit. Only the
+/// parse is cached (a pure function of the string); paths are resolved afresh on every check.
+#[derive(Debug, Clone, Default)]
+struct AnalysisCache {
+    map: Arc<Mutex<HashMap<String, Arc<Analysis>>>>,
+}
+
+impl AnalysisCache {
+    const LIMIT: usize = 1024;
+
+    fn get(&self, command: &str) -> Arc<Analysis> {
+        if let Ok(map) = self.map.lock()
+            && let Some(found) = map.get(command)
+        {
+            return Arc::clone(found);
+        }
+        let analysis = Arc::new(shell::analyze(command));
+        if let Ok(mut map) = self.map.lock() {
+            if map.len() >= Self::LIMIT {
+                map.clear();
+            }
+            map.insert(command.to_owned(), Arc::clone(&analysis));
+        }
+        analysis
+    }
+}
+
+/// What the layers said, when someone asked; formatting costs nothing when no one did.
+pub(crate) struct Trail {
+    steps: Option<Vec<Step>>,
+}
+
+impl Trail {
+    pub(crate) fn note(&mut self, layer: PolicyLayer, said: impl FnOnce() -> String) {
+        if let Some(steps) = &mut self.steps {
+            steps.push(Step {
+                layer,
+                said: said(),
+            });
+        }
+    }
+}
+
 /// A decision with every layer consulted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub decision: Decision,
     pub trail: Vec<Step>,
-    /// The shell analysis, for `bash` actions.
+    /// The shell analysis, for `bash` actions (filled by [`Engine::explain`]).
     pub analysis: Option<Analysis>,
 }
 
@@ -102,8 +147,12 @@ pub struct Engine {
     rules: Vec<Rule>,
     /// Command rules by the program their pattern names, so a check reads only its own.
     by_program: HashMap<String, Vec<usize>>,
-    /// Every other rule: path, domain and tool rules, and command rules starting with `*`.
+    /// Command rules whose pattern starts with a wildcard.
     general: Vec<usize>,
+    /// Every path rule, compiled.
+    path_rules: PathRules,
+    /// Recent shell analyses: parsing is pure, and sessions repeat their commands.
+    analyses: AnalysisCache,
     protection: Protection,
     anchors: Anchors,
     read_roots: Vec<PathBuf>,
@@ -194,7 +243,11 @@ impl Engine {
         writable.extend(fs.allow_write.iter().map(expand));
         let mut by_program: HashMap<String, Vec<usize>> = HashMap::new();
         let mut general = Vec::new();
-        for (index, rule) in rules.iter().enumerate() {
+        for (index, rule) in rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.tool == RuleTool::Bash)
+        {
             match rule.command_program() {
                 Some(program) => by_program
                     .entry(program.to_owned())
@@ -203,11 +256,14 @@ impl Engine {
                 None => general.push(index),
             }
         }
+        let path_rules = PathRules::new(&rules).map_err(PolicyError::Pattern)?;
         Ok(Self {
             mode: perms.mode,
             rules,
             by_program,
             general,
+            path_rules,
+            analyses: AnalysisCache::default(),
             protection,
             anchors,
             read_roots,
@@ -217,7 +273,32 @@ impl Engine {
         })
     }
 
-    /// The rules that can match a command running `program`.
+    /// Resolves a path a command or tool names, relative to `cwd`.
+    pub(super) fn target(&self, raw: &str, cwd: &Path) -> crate::paths::Target {
+        let anchors = &self.anchors;
+        let canonical = [
+            anchors.project_root.as_path(),
+            anchors.home.as_path(),
+            anchors.cwd.as_path(),
+        ];
+        paths::resolve_under(raw, cwd, &anchors.home, &canonical)
+    }
+
+    /// The strictest path rule of `tools` for `target`.
+    pub(super) fn path_rule(
+        &self,
+        tools: &[RuleTool],
+        target: &crate::paths::Target,
+    ) -> Option<&Rule> {
+        self.path_rules.strictest(&self.rules, tools, target)
+    }
+
+    /// Whether an allow rule of `tool` covers `target`.
+    pub(super) fn path_allowed(&self, tool: &RuleTool, target: &crate::paths::Target) -> bool {
+        self.path_rules.allows(&self.rules, tool, target)
+    }
+
+    /// The command rules that can match a command running `program`.
     pub(super) fn candidate_rules<'a>(
         &'a self,
         program: &str,
@@ -235,14 +316,28 @@ impl Engine {
         self.mode
     }
 
-    /// Decides one action.
+    /// Decides one action. The verdict's trail is empty: use [`Engine::explain`] for it.
     pub fn check(&self, action: &Action) -> Verdict {
-        let mut trail = Vec::new();
+        self.decide(action, Trail { steps: None })
+    }
+
+    /// Decides one action and records what every layer said.
+    pub fn explain(&self, action: &Action) -> Verdict {
+        self.decide(
+            action,
+            Trail {
+                steps: Some(Vec::new()),
+            },
+        )
+    }
+
+    fn decide(&self, action: &Action, mut trail: Trail) -> Verdict {
         let (part, analysis, resources, rewrite) = match action {
             Action::Bash(command) => {
-                let analysis = shell::analyze(command);
+                let analysis = self.analyses.get(command);
                 let (part, resources, rewrite) = self.bash(command, &analysis, &mut trail);
-                (part, Some(analysis), resources, rewrite)
+                let kept = trail.steps.is_some().then(|| Analysis::clone(&analysis));
+                (part, kept, resources, rewrite)
             }
             Action::Read(t) | Action::Glob(t) | Action::Grep(t) => {
                 let part = self.read_tool(action, t, &mut trail);
@@ -262,7 +357,7 @@ impl Engine {
         let decision = finish(action, part, resources, rewrite, &mut trail);
         Verdict {
             decision,
-            trail,
+            trail: trail.steps.unwrap_or_default(),
             analysis,
         }
     }
@@ -301,7 +396,7 @@ fn finish(
     part: Part,
     resources: Vec<String>,
     rewrite: Option<Rewrite>,
-    trail: &mut Vec<Step>,
+    trail: &mut Trail,
 ) -> Decision {
     let (kind, rewrite) = match (part.outcome, rewrite) {
         (Outcome::Allow, _) => (DecisionKind::Allow, None),
@@ -327,17 +422,14 @@ fn finish(
             .map(|r| format!("{}: {}", r.tool, r.target)),
         rollback: rollback(action, part.risk),
     });
-    trail.push(Step {
-        layer: PolicyLayer::Approval,
-        said: match kind {
-            DecisionKind::Allow | DecisionKind::Deny => "not needed".to_owned(),
-            DecisionKind::RequireApproval | DecisionKind::Rewrite => {
-                "a person must approve (or take the rewrite)".to_owned()
-            }
-            DecisionKind::RequireEscalation => {
-                "needs a wider sandbox, which only a person can grant".to_owned()
-            }
-        },
+    trail.note(PolicyLayer::Approval, || match kind {
+        DecisionKind::Allow | DecisionKind::Deny => "not needed".to_owned(),
+        DecisionKind::RequireApproval | DecisionKind::Rewrite => {
+            "a person must approve (or take the rewrite)".to_owned()
+        }
+        DecisionKind::RequireEscalation => {
+            "needs a wider sandbox, which only a person can grant".to_owned()
+        }
     });
     Decision {
         decision: kind,

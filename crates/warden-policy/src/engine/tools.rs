@@ -5,7 +5,7 @@ use std::path::Path;
 use warden_config::PermissionMode;
 use warden_protocol::{PolicyLayer, RiskLevel};
 
-use super::{Action, Engine, Part, Step, outcome_word, verb};
+use super::{Action, Engine, Part, Trail, outcome_word, verb};
 use crate::modes::{Outcome, Row, cell};
 use crate::paths::{self, Target};
 use crate::rules::{Rule, RuleKind, RuleTool};
@@ -16,9 +16,7 @@ impl Engine {
         if inside(&target.lexical) && inside(&target.real) {
             return true;
         }
-        self.rules
-            .iter()
-            .any(|r| r.kind == RuleKind::Allow && r.tool == RuleTool::Read && path_hit(r, target))
+        self.path_allowed(&RuleTool::Read, target)
     }
 
     pub(super) fn writable_target(&self, target: &Target) -> bool {
@@ -27,26 +25,21 @@ impl Engine {
     }
 
     pub(super) fn path_rules(&self, tools: &[RuleTool], target: &Target) -> Option<&Rule> {
-        self.rules
-            .iter()
-            .filter(|r| tools.contains(&r.tool) && path_hit(r, target))
-            .max_by_key(|r| r.kind)
+        self.path_rule(tools, target)
     }
 
-    pub(super) fn read_tool(&self, action: &Action, raw: &str, trail: &mut Vec<Step>) -> Part {
-        let target = paths::resolve(raw, &self.anchors.cwd, &self.anchors.home);
-        trail.push(Step {
-            layer: PolicyLayer::HardBlock,
-            said: "not a command: nothing to block".to_owned(),
+    pub(super) fn read_tool(&self, action: &Action, raw: &str, trail: &mut Trail) -> Part {
+        let target = self.target(raw, &self.anchors.cwd);
+        trail.note(PolicyLayer::HardBlock, || {
+            "not a command: nothing to block".to_owned()
         });
         if let Some(pattern) = target
             .both()
             .into_iter()
             .find_map(|p| self.protection.read(p))
         {
-            trail.push(Step {
-                layer: PolicyLayer::PathSandbox,
-                said: format!("{raw} is protected by {pattern:?}"),
+            trail.note(PolicyLayer::PathSandbox, || {
+                format!("{raw} is protected by {pattern:?}")
             });
             return Part::new(
                 Outcome::Deny,
@@ -55,9 +48,8 @@ impl Engine {
                 PolicyLayer::PathSandbox,
             );
         }
-        trail.push(Step {
-            layer: PolicyLayer::PathSandbox,
-            said: format!("{raw} is not protected"),
+        trail.note(PolicyLayer::PathSandbox, || {
+            format!("{raw} is not protected")
         });
         let specific = match action {
             Action::Glob(_) => RuleTool::Glob,
@@ -67,21 +59,17 @@ impl Engine {
         if let Some(rule) = self.path_rules(&[RuleTool::Read, specific], &target) {
             return rule_part(rule, raw, RiskLevel::L1, trail);
         }
-        trail.push(Step {
-            layer: PolicyLayer::Rules,
-            said: "no rule matches".to_owned(),
-        });
+        trail.note(PolicyLayer::Rules, || "no rule matches".to_owned());
         let inside = self.readable_target(&target);
         let row = if inside { Row::Info } else { Row::ReadOutside };
         let outcome = cell(self.mode, row, self.sandboxed);
-        trail.push(Step {
-            layer: PolicyLayer::Mode,
-            said: format!(
+        trail.note(PolicyLayer::Mode, || {
+            format!(
                 "{} mode, {} → {}",
                 self.mode.as_str(),
                 row.as_str(),
                 outcome_word(outcome)
-            ),
+            )
         });
         let reason = if inside {
             format!("reads {raw} inside the workspace")
@@ -91,20 +79,18 @@ impl Engine {
         Part::new(outcome, RiskLevel::L1, reason, PolicyLayer::Mode)
     }
 
-    pub(super) fn write_tool(&self, raw: &str, trail: &mut Vec<Step>) -> Part {
-        let target = paths::resolve(raw, &self.anchors.cwd, &self.anchors.home);
-        trail.push(Step {
-            layer: PolicyLayer::HardBlock,
-            said: "not a command: nothing to block".to_owned(),
+    pub(super) fn write_tool(&self, raw: &str, trail: &mut Trail) -> Part {
+        let target = self.target(raw, &self.anchors.cwd);
+        trail.note(PolicyLayer::HardBlock, || {
+            "not a command: nothing to block".to_owned()
         });
         if let Some(pattern) = target
             .both()
             .into_iter()
             .find_map(|p| self.protection.write(p))
         {
-            trail.push(Step {
-                layer: PolicyLayer::PathSandbox,
-                said: format!("{raw} is protected by {pattern:?}"),
+            trail.note(PolicyLayer::PathSandbox, || {
+                format!("{raw} is protected by {pattern:?}")
             });
             return Part::new(
                 Outcome::Deny,
@@ -116,16 +102,15 @@ impl Engine {
         let inside = [&target.lexical, &target.real]
             .iter()
             .all(|p| paths::within(p, &self.anchors.project_root));
-        trail.push(Step {
-            layer: PolicyLayer::PathSandbox,
-            said: format!(
+        trail.note(PolicyLayer::PathSandbox, || {
+            format!(
                 "{raw} is not protected; {}",
                 if inside {
                     "inside the workspace"
                 } else {
                     "outside the workspace"
                 }
-            ),
+            )
         });
         if let Some(rule) = self.path_rules(&[RuleTool::Edit], &target) {
             if rule.kind == RuleKind::Allow && !inside {
@@ -141,10 +126,7 @@ impl Engine {
             }
             return rule_part(rule, raw, RiskLevel::L2, trail);
         }
-        trail.push(Step {
-            layer: PolicyLayer::Rules,
-            said: "no rule matches".to_owned(),
-        });
+        trail.note(PolicyLayer::Rules, || "no rule matches".to_owned());
         if !inside {
             let outcome = if self.mode == PermissionMode::Plan {
                 Outcome::Deny
@@ -159,13 +141,12 @@ impl Engine {
             );
         }
         let outcome = cell(self.mode, Row::Edit, self.sandboxed);
-        trail.push(Step {
-            layer: PolicyLayer::Mode,
-            said: format!(
+        trail.note(PolicyLayer::Mode, || {
+            format!(
                 "{} mode, workspace edits → {}",
                 self.mode.as_str(),
                 outcome_word(outcome)
-            ),
+            )
         });
         Part::new(
             outcome,
@@ -175,10 +156,9 @@ impl Engine {
         )
     }
 
-    pub(super) fn fetch(&self, url: &str, trail: &mut Vec<Step>) -> Part {
-        trail.push(Step {
-            layer: PolicyLayer::HardBlock,
-            said: "not a command: nothing to block".to_owned(),
+    pub(super) fn fetch(&self, url: &str, trail: &mut Trail) -> Part {
+        trail.note(PolicyLayer::HardBlock, || {
+            "not a command: nothing to block".to_owned()
         });
         let Some(host) = host_of(url) else {
             return Part::new(
@@ -188,10 +168,7 @@ impl Engine {
                 PolicyLayer::PathSandbox,
             );
         };
-        trail.push(Step {
-            layer: PolicyLayer::PathSandbox,
-            said: format!("host {host}"),
-        });
+        trail.note(PolicyLayer::PathSandbox, || format!("host {host}"));
         let rule = self
             .rules
             .iter()
@@ -200,37 +177,29 @@ impl Engine {
         if let Some(rule) = rule {
             return rule_part(rule, url, RiskLevel::L3, trail);
         }
-        trail.push(Step {
-            layer: PolicyLayer::Rules,
-            said: "no rule matches".to_owned(),
-        });
+        trail.note(PolicyLayer::Rules, || "no rule matches".to_owned());
         let mut outcome = cell(self.mode, Row::L3, self.sandboxed);
         let mut reason = format!("fetches {url}: network access");
         if self.sandboxed && self.network_off && outcome != Outcome::Deny {
             outcome = Outcome::Escalate;
             reason = format!("fetches {url}: needs the network, which this sandbox has off");
         }
-        trail.push(Step {
-            layer: PolicyLayer::Mode,
-            said: format!(
+        trail.note(PolicyLayer::Mode, || {
+            format!(
                 "{} mode, {} → {}",
                 self.mode.as_str(),
                 Row::L3.as_str(),
                 outcome_word(outcome)
-            ),
+            )
         });
         Part::new(outcome, RiskLevel::L3, reason, PolicyLayer::Mode)
     }
 
-    pub(super) fn custom(&self, name: &str, target: &str, trail: &mut Vec<Step>) -> Part {
-        trail.push(Step {
-            layer: PolicyLayer::HardBlock,
-            said: "not a command: nothing to block".to_owned(),
+    pub(super) fn custom(&self, name: &str, target: &str, trail: &mut Trail) -> Part {
+        trail.note(PolicyLayer::HardBlock, || {
+            "not a command: nothing to block".to_owned()
         });
-        trail.push(Step {
-            layer: PolicyLayer::PathSandbox,
-            said: "no path to check".to_owned(),
-        });
+        trail.note(PolicyLayer::PathSandbox, || "no path to check".to_owned());
         let rule = self
             .rules
             .iter()
@@ -243,19 +212,15 @@ impl Engine {
         if let Some(rule) = rule {
             return rule_part(rule, target, RiskLevel::L3, trail);
         }
-        trail.push(Step {
-            layer: PolicyLayer::Rules,
-            said: "no rule matches".to_owned(),
-        });
+        trail.note(PolicyLayer::Rules, || "no rule matches".to_owned());
         let outcome = cell(self.mode, Row::L3, self.sandboxed);
-        trail.push(Step {
-            layer: PolicyLayer::Mode,
-            said: format!(
+        trail.note(PolicyLayer::Mode, || {
+            format!(
                 "{} mode, {} → {}",
                 self.mode.as_str(),
                 Row::L3.as_str(),
                 outcome_word(outcome)
-            ),
+            )
         });
         Part::new(
             outcome,
@@ -276,22 +241,9 @@ fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
-/// Whether a path rule matches a target: a deny or ask matching either spelling applies, an
-/// allow needs both. A directory read reaches what is inside it, so denies probe a child too.
-pub(super) fn path_hit(rule: &Rule, target: &Target) -> bool {
-    match rule.kind {
-        RuleKind::Deny | RuleKind::Ask => target
-            .both()
-            .iter()
-            .any(|p| rule.matches_path(p) || rule.matches_path(&p.join("…"))),
-        RuleKind::Allow => target.both().iter().all(|p| rule.matches_path(p)),
-    }
-}
-
-pub(super) fn rule_part(rule: &Rule, target: &str, risk: RiskLevel, trail: &mut Vec<Step>) -> Part {
-    trail.push(Step {
-        layer: PolicyLayer::Rules,
-        said: format!("{} rule {}", rule.kind.as_str(), rule.text()),
+pub(super) fn rule_part(rule: &Rule, target: &str, risk: RiskLevel, trail: &mut Trail) -> Part {
+    trail.note(PolicyLayer::Rules, || {
+        format!("{} rule {}", rule.kind.as_str(), rule.text())
     });
     let outcome = match rule.kind {
         RuleKind::Deny => Outcome::Deny,

@@ -30,6 +30,12 @@ impl Target {
 
 /// Resolves `raw` (relative to `cwd`, `~` to `home`) without requiring it to exist.
 pub(crate) fn resolve(raw: &str, cwd: &Path, home: &Path) -> Target {
+    resolve_under(raw, cwd, home, &[])
+}
+
+/// As [`resolve`], knowing that `canonical` directories have no symlink on their own path: below
+/// one of them only the remaining components need checking, one `lstat` each.
+pub(crate) fn resolve_under(raw: &str, cwd: &Path, home: &Path, canonical: &[&Path]) -> Target {
     let joined = if raw == "~" {
         home.to_path_buf()
     } else if let Some(rest) = raw.strip_prefix("~/") {
@@ -38,8 +44,34 @@ pub(crate) fn resolve(raw: &str, cwd: &Path, home: &Path) -> Target {
         cwd.join(raw)
     };
     let lexical = normalize(&joined);
-    let real = real_path(&lexical);
+    let real = match canonical
+        .iter()
+        .filter(|c| lexical.starts_with(c))
+        .max_by_key(|c| c.as_os_str().len())
+    {
+        Some(base) => real_below(&lexical, base),
+        None => real_path(&lexical),
+    };
     Target { lexical, real }
+}
+
+/// The real path of `path`, which lies below the canonical directory `base`.
+fn real_below(path: &Path, base: &Path) -> PathBuf {
+    let Ok(rest) = path.strip_prefix(base) else {
+        return real_path(path);
+    };
+    let mut current = base.to_path_buf();
+    for part in rest.components() {
+        current.push(part);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => return real_path(path),
+            Ok(_) => {}
+            // Nothing below a missing component exists, so nothing there can be a link.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return path.to_path_buf(),
+            Err(_) => return real_path(path),
+        }
+    }
+    path.to_path_buf()
 }
 
 /// The real path of `path`: the nearest existing ancestor canonicalised, the rest re-appended.
