@@ -23,6 +23,14 @@ pub enum ConfigError {
         /// The I/O error.
         source: io::Error,
     },
+    /// A settings file cannot be written (remembering an approval).
+    #[error("{}: cannot write settings: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
     /// A settings file is not valid TOML.
     #[error("{}: {message}", location(path, *line, *column))]
     Syntax {

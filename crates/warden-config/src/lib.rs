@@ -13,6 +13,7 @@ mod error;
 mod load;
 mod merge;
 pub mod raw;
+mod remember;
 mod resolve;
 mod settings;
 
@@ -20,8 +21,10 @@ pub use docs::{json_schema, settings_markdown};
 pub use error::ConfigError;
 pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root};
 pub use raw::RawSettings;
+pub use remember::{RuleList, remember_rule};
 pub use settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, Model, Org, OrgManifest,
-    PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, Sandbox, SandboxEnv,
-    SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills, Tools,
+    PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName, Sandbox,
+    SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills,
+    Tools,
 };

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use crate::settings::{PermissionMode, ProviderKind};
+use crate::settings::{PermissionMode, ProviderKind, RiskName};
 
 /// Fold a lower-priority value into `self`, which has the higher priority.
 pub(crate) trait Merge {
@@ -65,7 +65,8 @@ merge_keep_higher!(
     f64,
     String,
     PermissionMode,
-    ProviderKind
+    ProviderKind,
+    RiskName
 );
 
 /// Implement [`Merge`] for a settings table by merging every field.

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::merge::merge_struct;
-use crate::settings::PermissionMode;
+use crate::settings::{PermissionMode, RiskName};
 
 pub use tables::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawModel, RawOrg,
@@ -70,9 +70,12 @@ pub struct RawPermissions {
     pub ask: Option<Vec<String>>,
     /// Permission rules whose matches are refused. Default empty.
     pub deny: Option<Vec<String>>,
-    /// Path patterns no tool may write, relative to the project root unless absolute.
-    /// Default empty.
+    /// Path patterns no tool or command may read or write, added to the built-in protected
+    /// paths; relative to the project root unless absolute (`//abs`, `~/…`). Default empty.
     pub protected_paths: Option<Vec<String>>,
+    /// Risk levels for programs, `name = "L0"` … `"L5"`, added to or overriding the built-in
+    /// table (e.g. `deploy-tool = "L4"`). Default empty.
+    pub risk: Option<BTreeMap<String, RiskName>>,
 }
 
 merge_struct!(RawPermissions {
@@ -81,6 +84,7 @@ merge_struct!(RawPermissions {
     ask,
     deny,
     protected_paths,
+    risk,
 });
 
 /// `[sandbox]`: how commands are confined.

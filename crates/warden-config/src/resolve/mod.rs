@@ -110,6 +110,7 @@ fn build_permissions(raw: RawPermissions) -> Permissions {
         ask,
         deny,
         protected_paths,
+        risk,
     } = raw;
     Permissions {
         mode: mode.unwrap_or_default(),
@@ -117,6 +118,7 @@ fn build_permissions(raw: RawPermissions) -> Permissions {
         ask: list(ask),
         deny: list(deny),
         protected_paths: list(protected_paths),
+        risk: risk.unwrap_or_default(),
     }
 }
 

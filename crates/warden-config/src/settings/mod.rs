@@ -7,6 +7,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -182,8 +183,23 @@ pub struct Permissions {
     pub ask: Vec<String>,
     /// Rules that always deny. Default empty.
     pub deny: Vec<String>,
-    /// Paths no tool may write, as patterns. Default empty.
+    /// Paths no tool may read or write, as patterns, added to the built-in ones. Default empty.
     pub protected_paths: Vec<String>,
+    /// Risk levels for programs, added to (or overriding) the built-in table. Default empty.
+    pub risk: BTreeMap<String, RiskName>,
+}
+
+/// A risk level, as settings name it: `L0` (information) to `L5` (privilege, secrets).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum RiskName {
+    L0,
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
 }
 
 /// `[sandbox]`: how commands are confined.

@@ -113,7 +113,7 @@ impl Engine {
     /// One simple command through the layers.
     fn simple(&self, cmd: &SimpleCommand, cwd: &Path, trail: &mut Trail) -> Part {
         let line = cmd.line();
-        let (risk, why) = risk::classify(cmd, &[]);
+        let (risk, why) = risk::classify(cmd, &self.extra_risk);
         if let Some(part) = self.hard_block(cmd, &line, risk, &why, cwd, trail) {
             return part;
         }

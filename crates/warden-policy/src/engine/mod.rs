@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use warden_config::{PermissionMode, Settings};
+use warden_config::{PermissionMode, RiskName, Settings};
 use warden_protocol::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
 
 use crate::PolicyError;
@@ -159,6 +159,8 @@ pub struct Engine {
     writable: Vec<PathBuf>,
     sandboxed: bool,
     network_off: bool,
+    /// Risk levels the settings add to the built-in table.
+    extra_risk: Vec<(String, RiskLevel)>,
 }
 
 /// One part's verdict before combining.
@@ -270,6 +272,11 @@ impl Engine {
             writable,
             sandboxed: settings.sandbox.enabled,
             network_off: settings.sandbox.network.mode == "off",
+            extra_risk: perms
+                .risk
+                .iter()
+                .map(|(name, level)| (name.clone(), risk_level(*level)))
+                .collect(),
         })
     }
 
@@ -309,6 +316,29 @@ impl Engine {
             .map(Vec::as_slice)
             .unwrap_or_default();
         self.general.iter().chain(own).map(|&i| &self.rules[i])
+    }
+
+    /// Adds an allow rule for the rest of this engine's life: a "for this session" answer.
+    pub fn allow_for_session(&mut self, rule: &str) -> Result<(), PolicyError> {
+        let rule = Rule::parse(rule, RuleKind::Allow, &self.anchors).map_err(|source| {
+            PolicyError::Rule {
+                place: "session approval: ".to_owned(),
+                list: "allow",
+                source,
+            }
+        })?;
+        let index = self.rules.len();
+        let bash = rule.tool == RuleTool::Bash;
+        let program = rule.command_program().map(str::to_owned);
+        self.rules.push(rule);
+        match (bash, program) {
+            (true, Some(program)) => self.by_program.entry(program).or_default().push(index),
+            (true, None) => self.general.push(index),
+            (false, _) => {
+                self.path_rules = PathRules::new(&self.rules).map_err(PolicyError::Pattern)?;
+            }
+        }
+        Ok(())
     }
 
     /// The mode in force.
@@ -360,6 +390,17 @@ impl Engine {
             trail: trail.steps.unwrap_or_default(),
             analysis,
         }
+    }
+}
+
+fn risk_level(name: RiskName) -> RiskLevel {
+    match name {
+        RiskName::L0 => RiskLevel::L0,
+        RiskName::L1 => RiskLevel::L1,
+        RiskName::L2 => RiskLevel::L2,
+        RiskName::L3 => RiskLevel::L3,
+        RiskName::L4 => RiskLevel::L4,
+        RiskName::L5 => RiskLevel::L5,
     }
 }
 
