@@ -28,25 +28,41 @@ impl Engine {
         self.path_rule(tools, target)
     }
 
-    pub(super) fn read_tool(&self, action: &Action, raw: &str, trail: &mut Trail) -> Part {
-        let target = self.target(raw, &self.anchors.cwd);
+    /// Layers 1 and 2 for a file tool: nothing to block, and a refusal if the path is protected.
+    fn protected_target(
+        &self,
+        raw: &str,
+        target: &Target,
+        write: bool,
+        trail: &mut Trail,
+    ) -> Option<Part> {
         trail.note(PolicyLayer::HardBlock, || {
             "not a command: nothing to block".to_owned()
         });
-        if let Some(pattern) = target
-            .both()
-            .into_iter()
-            .find_map(|p| self.protection.read(p))
-        {
-            trail.note(PolicyLayer::PathSandbox, || {
-                format!("{raw} is protected by {pattern:?}")
-            });
-            return Part::new(
-                Outcome::Deny,
-                RiskLevel::L5,
-                format!("reads the protected path {raw} ({pattern})"),
-                PolicyLayer::PathSandbox,
-            );
+        let found = target.both().into_iter().find_map(|p| {
+            if write {
+                self.protection.write(p)
+            } else {
+                self.protection.read(p)
+            }
+        });
+        let pattern = found?;
+        trail.note(PolicyLayer::PathSandbox, || {
+            format!("{raw} is protected by {pattern:?}")
+        });
+        let verb = if write { "writes" } else { "reads" };
+        Some(Part::new(
+            Outcome::Deny,
+            RiskLevel::L5,
+            format!("{verb} the protected path {raw} ({pattern})"),
+            PolicyLayer::PathSandbox,
+        ))
+    }
+
+    pub(super) fn read_tool(&self, action: &Action, raw: &str, trail: &mut Trail) -> Part {
+        let target = self.target(raw, &self.anchors.cwd);
+        if let Some(part) = self.protected_target(raw, &target, false, trail) {
+            return part;
         }
         trail.note(PolicyLayer::PathSandbox, || {
             format!("{raw} is not protected")
@@ -81,23 +97,8 @@ impl Engine {
 
     pub(super) fn write_tool(&self, raw: &str, trail: &mut Trail) -> Part {
         let target = self.target(raw, &self.anchors.cwd);
-        trail.note(PolicyLayer::HardBlock, || {
-            "not a command: nothing to block".to_owned()
-        });
-        if let Some(pattern) = target
-            .both()
-            .into_iter()
-            .find_map(|p| self.protection.write(p))
-        {
-            trail.note(PolicyLayer::PathSandbox, || {
-                format!("{raw} is protected by {pattern:?}")
-            });
-            return Part::new(
-                Outcome::Deny,
-                RiskLevel::L5,
-                format!("writes the protected path {raw} ({pattern})"),
-                PolicyLayer::PathSandbox,
-            );
+        if let Some(part) = self.protected_target(raw, &target, true, trail) {
+            return part;
         }
         let inside = [&target.lexical, &target.real]
             .iter()
