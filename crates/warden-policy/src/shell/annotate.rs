@@ -1,6 +1,6 @@
 //! The files a command reads and writes and the flags its program and arguments raise.
 
-use super::commands::{is_interpreter, is_shell};
+use super::programs::{is_interpreter, is_shell};
 use super::{Arg, SimpleCommand};
 
 /// Variables that change which code runs or how.

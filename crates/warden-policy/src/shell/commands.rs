@@ -1,6 +1,7 @@
 //! What particular programs do with their arguments: wrappers that run another command, shells
 //! that run a string, and the files commands read and write.
 
+use super::programs::SHELLS;
 use super::{Arg, SimpleCommand};
 
 /// What a command turns out to run.
@@ -14,33 +15,6 @@ pub(super) enum Expansion {
     /// It runs something that cannot be known before running.
     Unknown(String),
 }
-
-const SHELLS: &[&str] = &[
-    "bash",
-    "sh",
-    "zsh",
-    "dash",
-    "ksh",
-    "ash",
-    "mksh",
-    "fish",
-    "busybox-sh",
-];
-const INTERPRETERS: &[&str] = &[
-    "python",
-    "python2",
-    "python3",
-    "node",
-    "nodejs",
-    "perl",
-    "ruby",
-    "php",
-    "deno",
-    "bun",
-    "lua",
-    "Rscript",
-    "osascript",
-];
 
 /// Sees one layer through `cmd`: a table of the wrappers warden knows, one arm each.
 #[allow(clippy::too_many_lines)]
@@ -431,12 +405,4 @@ pub(super) fn program_name(text: &str) -> String {
         }
     }
     text.to_owned()
-}
-
-pub(super) fn is_interpreter(program: &str) -> bool {
-    INTERPRETERS.contains(&program) || program.starts_with("python3.")
-}
-
-pub(super) fn is_shell(program: &str) -> bool {
-    SHELLS.contains(&program)
 }

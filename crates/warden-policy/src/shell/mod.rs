@@ -9,6 +9,7 @@
 
 mod annotate;
 mod commands;
+mod programs;
 mod walk;
 mod words;
 
