@@ -48,8 +48,9 @@ pub struct ToolContext {
 
 impl ToolContext {
     /// Builds the context from resolved settings: the roots are the project root plus
-    /// `[sandbox.filesystem] allow_read`; the denied patterns are `[tools.read] deny` plus
-    /// `[sandbox.filesystem] deny_read`, so the in-process tools and the sandbox refuse alike.
+    /// `[sandbox.filesystem] allow_read`; the denied patterns are `[tools.read] deny`,
+    /// `[sandbox.filesystem] deny_read`, `[permissions] protected_paths` and every `Read(…)` deny
+    /// rule, so a directory walk (`grep`, `glob`) skips what a single read would be refused.
     pub fn from_settings(settings: &Settings) -> Result<Self, PatternError> {
         let mut roots = vec![settings.project_root.clone()];
         for extra in &settings.sandbox.filesystem.allow_read {
@@ -57,6 +58,16 @@ impl ToolContext {
         }
         let mut denied = settings.tools.read.deny.clone();
         denied.extend(settings.sandbox.filesystem.deny_read.iter().cloned());
+        denied.extend(settings.permissions.protected_paths.iter().cloned());
+        for rule in &settings.permissions.deny {
+            let spec = rule
+                .trim()
+                .strip_prefix("Read(")
+                .and_then(|r| r.strip_suffix(')'));
+            if let Some(spec) = spec.map(str::trim).filter(|s| !s.is_empty()) {
+                denied.push(spec.strip_prefix("./").unwrap_or(spec).to_owned());
+            }
+        }
         Ok(Self {
             cwd: settings.cwd.clone(),
             paths: PathPolicy::new(&roots, &denied)?,

@@ -264,3 +264,26 @@ fn agrees_with_ripgrep_on_this_repository() {
     );
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn read_deny_rules_stop_directory_walks_too() {
+    let mut ws = Workspace::new();
+    ws.write("secrets/plan.md", "launch code 1234\n");
+    ws.write("src/app.rs", "launch()\n");
+    // The probe works without the rule.
+    let out = ws.call("grep", json!({"pattern": "launch"})).unwrap();
+    assert_eq!(hits(&out).len(), 2);
+    ws.settings
+        .permissions
+        .deny
+        .push("Read(secrets/**)".to_owned());
+    let out = ws.call("grep", json!({"pattern": "launch"})).unwrap();
+    let files: Vec<_> = hits(&out).into_iter().map(|h| h.0).collect();
+    assert_eq!(files, ["src/app.rs"]);
+    let out = ws.call("glob", json!({"pattern": "**/*.md"})).unwrap();
+    assert_eq!(out["matches"], json!([]));
+    assert_eq!(
+        ws.err_kind("readFile", json!({"path": "secrets/plan.md"})),
+        ToolErrorKind::DeniedPath
+    );
+}
