@@ -38,6 +38,84 @@ pub enum Command {
     /// Ask the policy engine what it would decide about an action, and why.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Run a command inside the sandbox: `warden exec [OPTIONS] -- PROGRAM [ARGS...]`.
+    Exec(Box<ExecArgs>),
+    /// Inspect the sandbox runtime.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Show which sandbox layers work on this machine, and why not.
+    Doctor,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The writable root and working directory (default: -C, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// read-only, workspace-write (default) or full-isolated.
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    /// Make PATH readable (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+    /// Mount SRC at DST, read-only unless `:rw` (repeatable).
+    #[arg(long = "mount", value_name = "SRC:DST[:ro|rw]")]
+    pub mounts: Vec<String>,
+    /// Make PATH writable (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    /// Hide PATH (repeatable).
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
+    /// Keep PATH read-only (repeatable).
+    #[arg(long = "deny-write", value_name = "PATH")]
+    pub deny_write: Vec<PathBuf>,
+    /// Network: off (default) or on.
+    #[arg(long, value_name = "off|on", value_parser = ["off", "on"])]
+    pub net: Option<String>,
+    /// Pass NAME (from this environment) or set NAME=VALUE (repeatable).
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// Kill everything after SECONDS (exit 124).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Memory limit in MB.
+    #[arg(long, value_name = "MB")]
+    pub memory: Option<u64>,
+    /// Process limit.
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    /// CPU quota in CPUs.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<f64>,
+    /// CPU time limit in seconds.
+    #[arg(long = "cpu-seconds", value_name = "N")]
+    pub cpu_seconds: Option<u64>,
+    /// Size of the private /tmp, and the largest file written, in MB.
+    #[arg(long, value_name = "MB")]
+    pub disk: Option<u64>,
+    /// Bytes of stdout and of stderr kept with --json.
+    #[arg(long = "output-limit", value_name = "BYTES")]
+    pub output_limit: Option<u64>,
+    /// Extra settings files (repeatable).
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+    /// native (default), bwrap or none.
+    #[arg(long, value_name = "BACKEND", value_parser = ["native", "bwrap", "none"])]
+    pub backend: Option<String>,
+    /// Run without any sandbox (prints a warning every time).
+    #[arg(long = "no-sandbox")]
+    pub no_sandbox: bool,
+    /// Capture the streams and print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -22,6 +22,8 @@ pub enum Exit {
     Failure,
     /// The command line or the settings were wrong.
     Usage,
+    /// A specific status: `warden exec` passes the command's own through.
+    Code(u8),
 }
 
 impl From<Exit> for ExitCode {
@@ -30,6 +32,7 @@ impl From<Exit> for ExitCode {
             Exit::Success => ExitCode::SUCCESS,
             Exit::Failure => ExitCode::from(1),
             Exit::Usage => ExitCode::from(2),
+            Exit::Code(code) => ExitCode::from(code),
         }
     }
 }
@@ -59,6 +62,15 @@ impl CliError {
 
 /// Parses `std::env::args` and runs; the whole program.
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    // The sandbox helper: warden re-executed, single-threaded, before anything else happens.
+    if args.nth(1).is_some_and(|a| a == warden_sandbox::HELPER_ARG) {
+        let plan = args
+            .next()
+            .and_then(|p| p.into_string().ok())
+            .unwrap_or_default();
+        warden_sandbox::helper_main(&plan);
+    }
     run_from(std::env::args_os()).into()
 }
 
@@ -68,9 +80,23 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // `warden exec` reports usage errors with 125, as its contract says; everything else with 2.
+    let exec = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .is_some_and(|a| a == "exec");
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => return args::report_clap_error(&err),
+        Err(err) => {
+            let exit = args::report_clap_error(&err);
+            return if exec && exit == Exit::Usage {
+                Exit::Code(125)
+            } else {
+                exit
+            };
+        }
     };
     match run(cli) {
         Ok(exit) => exit,

@@ -3,5 +3,6 @@
 
 mod cli;
 mod policy;
+mod sandbox;
 mod support;
 mod trace;

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod config;
+mod exec;
 mod policy;
 mod tool;
 mod trace;
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use warden_config::{LoadOptions, RawSettings, Settings};
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, SandboxCommand};
 use crate::{CliError, Exit};
 
 pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
@@ -21,6 +22,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Trace(command) => trace::run(&command),
         Command::Config(command) => config::run(dir, &command),
         Command::Policy(command) => policy::run(dir, command),
+        Command::Exec(args) => exec::run(dir, &args),
+        Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
     }
 }
 

@@ -1,0 +1,263 @@
+//! The helper: a fresh, single-threaded warden process that builds the sandbox and runs the
+//! command in it. It enters new user, mount, PID, IPC, UTS (and network) namespaces, forks the
+//! command as PID 1 of the new PID namespace, and waits for it — killing the whole namespace at
+//! the timeout. Its status goes to file descriptor 3 as one JSON line.
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Plan;
+use crate::{seccomp, sys};
+
+/// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
+pub const INSIDE_ID: u32 = 1000;
+
+/// The layers every sandboxed command runs under.
+pub const LAYERS: &[&str] = &[
+    "user-namespace",
+    "mount-namespace",
+    "pid-namespace",
+    "ipc-namespace",
+    "uts-namespace",
+    "capabilities-dropped",
+    "no-new-privs",
+    "seccomp",
+    "clean-environment",
+    "closed-descriptors",
+];
+
+/// What the helper reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Status {
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub layers: Vec<String>,
+    /// Why the sandbox could not be built; nothing ran.
+    pub error: Option<String>,
+}
+
+/// The helper's whole life. Never returns.
+pub fn main(plan_json: &str) -> ! {
+    // Take the status pipe first, before namespaces change what paths mean.
+    let out = status_pipe();
+    let status = match serde_json::from_str::<Plan>(plan_json) {
+        Ok(plan) => run(&plan),
+        Err(err) => Status {
+            exit_code: 126,
+            error: Some(format!("the sandbox plan is malformed: {err}")),
+            ..Status::default()
+        },
+    };
+    let code = if status.error.is_some() {
+        126
+    } else {
+        status.exit_code
+    };
+    if let Some(mut out) = out
+        && let Ok(line) = serde_json::to_string(&status)
+    {
+        let _ = writeln!(out, "{line}");
+    }
+    sys::exit(code)
+}
+
+fn status_pipe() -> Option<fs::File> {
+    // The parent leaves the status pipe's write end at fd 3.
+    sys::is_open(3).then(|| fs::File::from(sys::owned_fd(3)))
+}
+
+fn run(plan: &Plan) -> Status {
+    let failed = |layer: &str, err: std::io::Error| Status {
+        exit_code: 126,
+        error: Some(format!("{layer}: {err}")),
+        ..Status::default()
+    };
+    if let Err(err) = sys::set_parent_death_signal() {
+        return failed("parent-death signal", err);
+    }
+    let (uid, gid) = sys::ids();
+    // The mount namespace is the child's alone (it unshares it itself), so that its pivot_root
+    // leaves this process where it was.
+    let mut flags =
+        libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if !plan.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    if let Err(err) = sys::unshare(flags) {
+        return failed(
+            "user, mount, PID and network namespaces (unshare failed; user namespaces may be disabled: check /proc/sys/user/max_user_namespaces and kernel.unprivileged_userns_clone)",
+            err,
+        );
+    }
+    let maps = [
+        ("/proc/self/setgroups", "deny".to_owned()),
+        ("/proc/self/uid_map", format!("{INSIDE_ID} {uid} 1")),
+        ("/proc/self/gid_map", format!("{INSIDE_ID} {gid} 1")),
+    ];
+    for (file, content) in maps {
+        if let Err(err) = fs::write(file, content) {
+            return failed(&format!("user namespace id map ({file})"), err);
+        }
+    }
+    let filters = match seccomp::filters() {
+        Ok(f) => f,
+        Err(err) => return failed("seccomp filter", err),
+    };
+    let (error_read, error_write) = match sys::pipe() {
+        Ok(p) => p,
+        Err(err) => return failed("error pipe", err),
+    };
+    let child = match sys::fork() {
+        Ok(pid) => pid,
+        Err(err) => return failed("fork", err),
+    };
+    if child == 0 {
+        drop(error_read);
+        let err = child_main(plan, &filters, error_write.as_raw_fd());
+        let mut pipe = fs::File::from(error_write);
+        let _ = pipe.write_all(err.as_bytes());
+        sys::exit(126);
+    }
+    drop(error_write);
+    wait(plan, child, error_read)
+}
+
+fn wait(plan: &Plan, child: libc::pid_t, error_read: OwnedFd) -> Status {
+    let mut status = Status {
+        layers: layers(plan),
+        ..Status::default()
+    };
+    let timed_out = match sys::pidfd_open(child) {
+        Ok(pidfd) => {
+            let done = sys::poll_readable(pidfd, plan.limits.timeout_ms).unwrap_or(true);
+            sys::close(pidfd);
+            !done
+        }
+        Err(_) => false,
+    };
+    if timed_out {
+        // PID 1 of the namespace: killing it kills every process in it.
+        sys::kill(child, libc::SIGKILL);
+    }
+    let raw = sys::waitpid(child).unwrap_or(0);
+    let mut message = String::new();
+    let _ = fs::File::from(error_read).read_to_string(&mut message);
+    if !message.is_empty() {
+        status.exit_code = 126;
+        status.error = Some(message);
+        status.layers.clear();
+        return status;
+    }
+    status.timed_out = timed_out;
+    if libc::WIFEXITED(raw) {
+        status.exit_code = libc::WEXITSTATUS(raw);
+    } else if libc::WIFSIGNALED(raw) {
+        let signal = libc::WTERMSIG(raw);
+        status.signal = Some(signal);
+        status.exit_code = 128 + signal;
+    }
+    if timed_out {
+        status.exit_code = 124;
+    }
+    status
+}
+
+fn layers(plan: &Plan) -> Vec<String> {
+    let mut layers: Vec<String> = LAYERS.iter().map(|s| (*s).to_owned()).collect();
+    if !plan.network {
+        layers.push("network-namespace".to_owned());
+    }
+    let limits = &plan.limits;
+    for (name, set) in [
+        ("timeout", limits.timeout_ms.is_some()),
+        ("memory-limit", limits.memory_mb.is_some()),
+        ("process-limit", limits.pids.is_some()),
+        ("cpu-time-limit", limits.cpu_seconds.is_some()),
+        ("file-size-limit", limits.disk_mb.is_some()),
+    ] {
+        if set {
+            layers.push(name.to_owned());
+        }
+    }
+    layers
+}
+
+/// PID 1 of the sandbox: builds the file system, seals itself, and becomes the command.
+/// Returns only the reason it could not.
+fn child_main(plan: &Plan, filters: &[seccompiler::BpfProgram], error_fd: i32) -> String {
+    let step = |what: &str, result: std::io::Result<()>| result.map_err(|e| format!("{what}: {e}"));
+    let result = (|| -> Result<String, String> {
+        step("parent-death signal", sys::set_parent_death_signal())?;
+        step("mount namespace", sys::unshare(libc::CLONE_NEWNS))?;
+        crate::mounts::build(plan)?;
+        step("working directory", std::env::set_current_dir(&plan.cwd))?;
+        step("hostname", sys::sethostname("warden"))?;
+        if !plan.network {
+            step("loopback in the network namespace", sys::loopback_up())?;
+        }
+        limits(plan)?;
+        step(
+            "closing inherited descriptors",
+            sys::close_except(3, error_fd),
+        )?;
+        let program = find_program(plan)
+            .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
+        step("capabilities", sys::drop_capabilities())?;
+        step("no_new_privs", sys::set_no_new_privs())?;
+        step("seccomp", seccomp::install(filters))?;
+        let mut argv = vec![plan.program.clone()];
+        argv.extend(plan.args.iter().cloned());
+        Err(format!(
+            "{}: {}",
+            program.display(),
+            sys::execve(&program, &argv, &plan.env)
+        ))
+    })();
+    match result {
+        Ok(never) | Err(never) => never,
+    }
+}
+
+fn limits(plan: &Plan) -> Result<(), String> {
+    let l = &plan.limits;
+    let set = |what: &str, resource, value: Option<u64>| match value {
+        Some(v) => sys::setrlimit(resource, v).map_err(|e| format!("{what} limit: {e}")),
+        None => Ok(()),
+    };
+    set("core-size", libc::RLIMIT_CORE, Some(0))?;
+    // Data, not address space: runtimes such as V8 reserve far more address space than they use.
+    set(
+        "memory",
+        libc::RLIMIT_DATA,
+        l.memory_mb.map(|m| m.saturating_mul(1024 * 1024)),
+    )?;
+    set("process", libc::RLIMIT_NPROC, l.pids)?;
+    set("CPU time", libc::RLIMIT_CPU, l.cpu_seconds)?;
+    set(
+        "file size",
+        libc::RLIMIT_FSIZE,
+        l.disk_mb.map(|m| m.saturating_mul(1024 * 1024)),
+    )?;
+    Ok(())
+}
+
+/// The program as the sandbox sees it: a path, or the first match on the plan's `PATH`.
+fn find_program(plan: &Plan) -> Option<PathBuf> {
+    if plan.program.contains('/') {
+        return Some(PathBuf::from(&plan.program));
+    }
+    let path = plan
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| Path::new(dir).join(&plan.program))
+        .find(|candidate| fs::metadata(candidate).is_ok_and(|m| m.is_file()))
+}

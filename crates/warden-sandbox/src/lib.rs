@@ -1,0 +1,22 @@
+//! warden's sandbox runtime: runs a command inside a boundary the kernel enforces and every child
+//! inherits. It runs and never decides: the caller hands it a [`Request`] built from its policy,
+//! [`Plan::new`] turns that into mounts and limits, and [`Sandbox::run`] runs the command through
+//! the helper process (the `warden` binary re-executed, single-threaded), which enters new user,
+//! mount, PID, IPC, UTS and network namespaces, builds a file system of read-only and writable
+//! binds, drops every capability, sets `no_new_privs`, installs a seccomp filter and closes
+//! inherited descriptors before `exec`. If any of that fails, nothing runs.
+//!
+//! All `unsafe` is in the private `sys` module.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod cgroup;
+mod helper;
+mod mounts;
+mod plan;
+mod seccomp;
+mod spawn;
+mod sys;
+
+pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
+pub use plan::{Limits, Mount, Plan, Profile, Request};
+pub use spawn::{HELPER_ARG, Outcome, Output, Sandbox, SandboxError};

@@ -1,0 +1,233 @@
+//! Building the sandbox's file system, inside the new mount namespace: a tmpfs becomes the root,
+//! the host is reachable at `/oldroot` only while the plan's mounts are made, then it is gone.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::plan::{Mount, Plan};
+use crate::sys;
+
+const OLD: &str = "/oldroot";
+
+fn step(what: impl std::fmt::Display, result: std::io::Result<()>) -> Result<(), String> {
+    result.map_err(|e| format!("{what}: {e}"))
+}
+
+/// Makes the mount namespace's file system what the plan says.
+pub(crate) fn build(plan: &Plan) -> Result<(), String> {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV;
+    step(
+        "making mounts private",
+        sys::mount(
+            None,
+            Path::new("/"),
+            None,
+            libc::MS_REC | libc::MS_PRIVATE,
+            None,
+        ),
+    )?;
+    step(
+        "the new root",
+        sys::mount(
+            Some(Path::new("tmpfs")),
+            Path::new("/tmp"),
+            Some("tmpfs"),
+            flags,
+            Some("mode=0755,size=16m"),
+        ),
+    )?;
+    step("the old root's mount point", fs::create_dir("/tmp/oldroot"))?;
+    step(
+        "pivot_root",
+        sys::pivot_root(Path::new("/tmp"), Path::new("/tmp/oldroot")),
+    )?;
+    step("entering the new root", std::env::set_current_dir("/"))?;
+
+    for mount in &plan.mounts {
+        make(mount)?;
+    }
+    dev_and_proc()?;
+    // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
+    // mount inside a read-only one stays writable.
+    for mount in &plan.mounts {
+        if let Mount::Bind {
+            target, writable, ..
+        } = mount
+        {
+            step(
+                format_args!("sealing {}", target.display()),
+                sys::seal_tree(target, !writable, true),
+            )?;
+        }
+        if let Mount::MaskFile { target } = mount {
+            step(
+                format_args!("sealing {}", target.display()),
+                sys::seal_tree(target, true, false),
+            )?;
+        }
+        if let Mount::Tmpfs {
+            target,
+            writable: false,
+            ..
+        } = mount
+        {
+            step(
+                format_args!("sealing {}", target.display()),
+                sys::seal_tree(target, true, false),
+            )?;
+        }
+    }
+    step("detaching the host", sys::umount_detach(Path::new(OLD)))?;
+    step("removing the host's mount point", fs::remove_dir(OLD))?;
+    step(
+        "sealing the root",
+        sys::seal_tree(Path::new("/"), true, false),
+    )?;
+    Ok(())
+}
+
+fn host(path: &Path) -> PathBuf {
+    Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn make(mount: &Mount) -> Result<(), String> {
+    match mount {
+        Mount::Bind { source, target, .. } => {
+            let source = host(source);
+            if source.is_dir() {
+                step(
+                    format_args!("mount point {}", target.display()),
+                    fs::create_dir_all(target),
+                )?;
+            } else {
+                touch(target)?;
+            }
+            step(
+                format_args!("binding {}", target.display()),
+                sys::mount(
+                    Some(&source),
+                    target,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    None,
+                ),
+            )
+        }
+        Mount::Tmpfs {
+            target,
+            size_mb,
+            writable,
+        } => {
+            step(
+                format_args!("mount point {}", target.display()),
+                fs::create_dir_all(target),
+            )?;
+            let mode = if *writable && target == Path::new("/tmp") {
+                "1777"
+            } else {
+                "0755"
+            };
+            let data = format!("mode={mode},size={size_mb}m");
+            step(
+                format_args!("tmpfs at {}", target.display()),
+                sys::mount(
+                    Some(Path::new("tmpfs")),
+                    target,
+                    Some("tmpfs"),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    Some(&data),
+                ),
+            )
+        }
+        Mount::MaskFile { target } => {
+            touch(target)?;
+            step(
+                format_args!("masking {}", target.display()),
+                sys::mount(
+                    Some(&host(Path::new("/dev/null"))),
+                    target,
+                    None,
+                    libc::MS_BIND,
+                    None,
+                ),
+            )
+        }
+    }
+}
+
+fn touch(path: &Path) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        step(
+            format_args!("mount point {}", parent.display()),
+            fs::create_dir_all(parent),
+        )?;
+    }
+    if !path.exists() {
+        step(
+            format_args!("mount point {}", path.display()),
+            fs::write(path, b""),
+        )?;
+    }
+    Ok(())
+}
+
+/// A minimal `/dev` and a `/proc` of the new PID namespace.
+fn dev_and_proc() -> Result<(), String> {
+    let nosuid = libc::MS_NOSUID | libc::MS_NODEV;
+    step("/dev", fs::create_dir_all("/dev"))?;
+    step(
+        "/dev tmpfs",
+        sys::mount(
+            Some(Path::new("tmpfs")),
+            Path::new("/dev"),
+            Some("tmpfs"),
+            libc::MS_NOSUID,
+            Some("mode=0755,size=1m"),
+        ),
+    )?;
+    for name in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let target = Path::new("/dev").join(name);
+        let source = host(&target);
+        if !source.exists() {
+            continue;
+        }
+        touch(&target)?;
+        step(
+            format_args!("/dev/{name}"),
+            sys::mount(Some(&source), &target, None, libc::MS_BIND, None),
+        )?;
+    }
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        step(
+            format_args!("/dev/{link}"),
+            std::os::unix::fs::symlink(to, Path::new("/dev").join(link)),
+        )?;
+    }
+    step("/dev/shm", fs::create_dir_all("/dev/shm"))?;
+    step(
+        "/dev/shm tmpfs",
+        sys::mount(
+            Some(Path::new("tmpfs")),
+            Path::new("/dev/shm"),
+            Some("tmpfs"),
+            nosuid,
+            Some("mode=1777,size=64m"),
+        ),
+    )?;
+    step("/proc", fs::create_dir_all("/proc"))?;
+    step(
+        "/proc of the new PID namespace",
+        sys::mount(
+            Some(Path::new("proc")),
+            Path::new("/proc"),
+            Some("proc"),
+            nosuid | libc::MS_NOEXEC,
+            None,
+        ),
+    )
+}
