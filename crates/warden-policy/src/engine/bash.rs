@@ -101,7 +101,12 @@ impl Engine {
             };
         }
         let rewrite = if part.outcome == Outcome::Approve {
-            rewrite_for(analysis)
+            rewrite_for(analysis, |raw| {
+                let target = self.target(&expand_home(raw), &self.anchors.cwd);
+                [&target.lexical, &target.real]
+                    .iter()
+                    .all(|p| paths::within(p, &self.anchors.project_root))
+            })
         } else {
             None
         };
@@ -470,7 +475,9 @@ fn next_cwd(cmd: &SimpleCommand, cwd: &Path, home: &Path) -> Option<PathBuf> {
 }
 
 /// A safer equivalent for a command that would otherwise need approval.
-fn rewrite_for(analysis: &Analysis) -> Option<Rewrite> {
+/// `in_workspace` tells whether a path the command names lies inside the workspace: only there
+/// is moving to a trash directory a safer equivalent of deleting.
+fn rewrite_for(analysis: &Analysis, in_workspace: impl Fn(&str) -> bool) -> Option<Rewrite> {
     let mut real = analysis.commands.iter().filter(|c| c.via.is_empty());
     let cmd = real.next()?;
     if real.next().is_some() || analysis.compound {
@@ -509,7 +516,8 @@ fn rewrite_for(analysis: &Analysis) -> Option<Rewrite> {
             Some(Rewrite { tool: "editFile".to_owned(), target: file.clone(), reason: "editFile shows a diff, matches exactly once and refuses a file changed since it was read".to_owned() })
         }
         "rm" if cmd.writes.len() == 1
-            && args.iter().any(|a| a.starts_with('-') && a.contains('r')) =>
+            && args.iter().any(|a| a.starts_with('-') && a.contains('r'))
+            && in_workspace(&cmd.writes[0]) =>
         {
             let target = &cmd.writes[0];
             Some(Rewrite {
