@@ -35,9 +35,42 @@ fn main() -> Result<()> {
     let scratch = std::env::temp_dir().join("warden-bench");
     std::fs::create_dir_all(&scratch)?;
 
+    if std::env::args().any(|a| a == "--exec-only") {
+        return exec_startup(runs);
+    }
     large_tree_grep(&tree, runs)?;
     glob_100k(&scratch.join("tree-100k"), runs)?;
     project_end_to_end(&scratch.join("project-500"), runs)?;
+    exec_startup(runs)
+}
+
+/// `warden exec -- /bin/true` against bare `/bin/true` and bubblewrap (when installed) with the
+/// same isolation: a read-only system, a writable workspace, no network, new PID namespace.
+fn exec_startup(runs: usize) -> Result<()> {
+    let workspace = tempfile::tempdir()?;
+    let ws = workspace.path().to_string_lossy().into_owned();
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let run = |program: &str, args: &[&str]| -> Result<()> {
+        let status = Command::new(program).args(args).current_dir(&ws).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+        if status.success() { Ok(()) } else { Err(format!("{program} {args:?} failed: {status}").into()) }
+    };
+    let rounds = runs.max(30);
+    let (bare, ()) = time(rounds, || run("/bin/true", &[]))?;
+    let (ours, ()) = time(rounds, || run(warden, &["exec", "--workspace", &ws, "--", "/bin/true"]))?;
+    println!("sandboxed /bin/true, whole process (median of {rounds}):");
+    report("  warden exec -- /bin/true", ours, "bare /bin/true", bare);
+    if Command::new("bwrap").arg("--version").output().is_ok() {
+        let bwrap_args = [
+            "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr",
+            "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64", "--bind", &ws, &ws, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
+            "--chdir", &ws, "/bin/true",
+        ];
+        let (bwrap, ()) = time(rounds, || run("bwrap", &bwrap_args))?;
+        report("  warden exec -- /bin/true", ours, "bwrap, same isolation", bwrap);
+    } else {
+        println!("  (bwrap not installed: no bubblewrap baseline)");
+    }
     Ok(())
 }
 
