@@ -51,23 +51,67 @@ fn exec_startup(runs: usize) -> Result<()> {
     let ws = workspace.path().to_string_lossy().into_owned();
     let warden = env!("CARGO_BIN_EXE_warden");
     let run = |program: &str, args: &[&str]| -> Result<()> {
-        let status = Command::new(program).args(args).current_dir(&ws).stdout(Stdio::null()).stderr(Stdio::null()).status()?;
-        if status.success() { Ok(()) } else { Err(format!("{program} {args:?} failed: {status}").into()) }
+        let status = Command::new(program)
+            .args(args)
+            .current_dir(&ws)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{program} {args:?} failed: {status}").into())
+        }
     };
     let rounds = runs.max(30);
     let (bare, ()) = time(rounds, || run("/bin/true", &[]))?;
-    let (ours, ()) = time(rounds, || run(warden, &["exec", "--workspace", &ws, "--", "/bin/true"]))?;
+    let (ours, ()) = time(rounds, || {
+        run(warden, &["exec", "--workspace", &ws, "--", "/bin/true"])
+    })?;
     println!("sandboxed /bin/true, whole process (median of {rounds}):");
     report("  warden exec -- /bin/true", ours, "bare /bin/true", bare);
     if Command::new("bwrap").arg("--version").output().is_ok() {
         let bwrap_args = [
-            "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr",
-            "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-            "--symlink", "usr/lib64", "/lib64", "--bind", &ws, &ws, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
-            "--chdir", &ws, "/bin/true",
+            "--unshare-all",
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--bind",
+            &ws,
+            &ws,
+            "--tmpfs",
+            "/tmp",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--chdir",
+            &ws,
+            "/bin/true",
         ];
         let (bwrap, ()) = time(rounds, || run("bwrap", &bwrap_args))?;
-        report("  warden exec -- /bin/true", ours, "bwrap, same isolation", bwrap);
+        report(
+            "  warden exec -- /bin/true",
+            ours,
+            "bwrap, same isolation",
+            bwrap,
+        );
     } else {
         println!("  (bwrap not installed: no bubblewrap baseline)");
     }

@@ -58,6 +58,8 @@ pub enum ToolErrorKind {
     BinaryFile,
     TooLarge,
     InvalidPattern,
+    /// The sandbox could not be established; nothing ran.
+    SandboxUnavailable,
     Io,
 }
 

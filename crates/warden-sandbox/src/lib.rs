@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod cgroup;
+mod from_settings;
 mod helper;
 mod mounts;
 mod plan;
@@ -17,6 +18,9 @@ mod seccomp;
 mod spawn;
 mod sys;
 
+pub use from_settings::{
+    HOME_SECRETS, HOME_TOOLCHAINS, WORKSPACE_PROTECTED, expand, profile, request_from_settings,
+};
 pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
 pub use spawn::{HELPER_ARG, Outcome, Output, Sandbox, SandboxError};

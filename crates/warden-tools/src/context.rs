@@ -44,6 +44,11 @@ pub struct ToolContext {
     /// Per-tool caps.
     pub caps: Tools,
     pub reads: ReadLedger,
+    /// The settings the context was built from (the Bash tool builds its sandbox from them).
+    pub settings: Settings,
+    /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
+    /// to run anything.
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 impl ToolContext {
@@ -73,7 +78,18 @@ impl ToolContext {
             paths: PathPolicy::new(&roots, &denied)?,
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
+            settings: settings.clone(),
+            sandbox_helper: None,
         })
+    }
+}
+
+impl ToolContext {
+    /// Runs shell commands with `helper` (the `warden` binary) as the sandbox helper.
+    #[must_use]
+    pub fn with_sandbox_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.sandbox_helper = Some(helper.into());
+        self
     }
 }
 

@@ -6,6 +6,7 @@
 //! and a [`ToolRunner`] records each call in the trace. Built in: `readFile`, `glob`, `grep`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod bash;
 mod context;
 mod glob;
 mod grep;
@@ -15,6 +16,7 @@ mod runner;
 mod sniff;
 mod walk;
 
+pub use bash::{Bash, BashArgs};
 pub use context::{ReadLedger, ReadRecord, ToolContext};
 pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};

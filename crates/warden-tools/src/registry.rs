@@ -111,9 +111,10 @@ impl Registry {
         Self::default()
     }
 
-    /// The built-in read-only tools: `readFile`, `glob`, `grep`.
+    /// The built-in tools: `readFile`, `glob`, `grep` and `bash`.
     pub fn builtin() -> Result<Self, RegistryError> {
         let mut registry = Self::new();
+        registry.register(crate::bash::Bash)?;
         registry.register(crate::read::ReadFile)?;
         registry.register(crate::glob::Glob)?;
         registry.register(crate::grep::Grep)?;

@@ -177,6 +177,12 @@ fn action(name: &str, args: &Value) -> Action {
         "readFile" => Action::Read(path("path")),
         "glob" => Action::Glob(path("path")),
         "grep" => Action::Grep(path("path")),
+        "bash" => Action::Bash(
+            args.get("command")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
         other => Action::Tool {
             name: other.to_owned(),
             target: args.to_string(),

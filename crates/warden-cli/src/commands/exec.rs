@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use serde_json::json;
 use warden_config::{RawSettings, Settings};
-use warden_sandbox::{Limits, Output, Plan, Profile, Request, Sandbox, SandboxError};
+use warden_sandbox::{
+    Limits, Output, Plan, Request, Sandbox, SandboxError, profile, request_from_settings,
+};
 
 use super::{load_settings_with, print_json};
 use crate::args::ExecArgs;
@@ -16,47 +18,6 @@ use crate::{CliError, Exit};
 const USAGE: u8 = 125;
 /// The sandbox could not be established; nothing ran.
 const NO_SANDBOX: u8 = 126;
-
-/// Toolchain directories under `$HOME` a command may read.
-const HOME_TOOLCHAINS: &[&str] = &[
-    ".cargo",
-    ".rustup",
-    ".npm",
-    ".nvm",
-    ".pyenv",
-    ".local/bin",
-    ".local/lib",
-    ".bun",
-    ".deno",
-    "go/bin",
-    ".volta",
-];
-
-/// Secrets under `$HOME` hidden even where a mount would show them.
-const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".config/gh",
-    ".netrc",
-    ".docker",
-    ".kube",
-    ".git-credentials",
-];
-
-/// Paths kept read-only inside the workspace.
-const WORKSPACE_PROTECTED: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    ".warden",
-    ".vscode",
-    ".idea",
-    ".husky",
-    ".envrc",
-];
-
-/// Environment names that never pass unless named with `--env`.
-const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
 
 fn usage(err: impl Into<anyhow::Error>) -> CliError {
     CliError {
@@ -133,33 +94,22 @@ fn refused(why: &str) -> CliError {
 }
 
 fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Request, CliError> {
-    let sandbox = &settings.sandbox;
-    let profile = match args.profile.as_deref().unwrap_or(&sandbox.profile) {
-        "read-only" => Profile::ReadOnly,
-        "workspace-write" => Profile::WorkspaceWrite,
-        "full-isolated" => Profile::FullIsolated,
-        other => {
-            return Err(usage(anyhow!(
-                "unknown profile {other:?}: expected read-only, workspace-write or full-isolated"
-            )));
-        }
-    };
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
-    let absolute = |p: &Path| {
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| usage(anyhow!("no program given after --")))?;
+    let mut request = request_from_settings(settings, workspace, program, rest, &args.env)
+        .map_err(|e| usage(anyhow!(e)))?;
+    if let Some(name) = &args.profile {
+        request.profile = profile(name).map_err(|e| usage(anyhow!(e)))?;
+    }
+    let absolute = |p: &PathBuf| {
         if p.is_absolute() {
-            p.to_path_buf()
+            p.clone()
         } else {
             workspace.join(p)
         }
     };
-    let literal = |s: &String| !s.contains(['*', '?', '[']);
-    let from_settings = |list: &[String]| -> Vec<PathBuf> {
-        list.iter()
-            .filter(|s| literal(s))
-            .map(|s| expand(s, workspace, &home))
-            .collect()
-    };
-    let mut mounts = Vec::new();
     for spec in &args.mounts {
         let mut parts = spec.split(':');
         let (Some(src), Some(dst)) = (parts.next(), parts.next()) else {
@@ -174,113 +124,36 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
                 )));
             }
         };
-        mounts.push((absolute(Path::new(src)), PathBuf::from(dst), rw));
+        request
+            .mounts
+            .push((absolute(&PathBuf::from(src)), PathBuf::from(dst), rw));
     }
-    let mut deny_read: Vec<PathBuf> = HOME_SECRETS.iter().map(|s| home.join(s)).collect();
-    deny_read.extend(from_settings(&sandbox.filesystem.deny_read));
-    deny_read.extend(args.deny_read.iter().map(|p| absolute(p)));
-    let mut deny_write: Vec<PathBuf> = WORKSPACE_PROTECTED
-        .iter()
-        .map(|s| workspace.join(s))
-        .collect();
-    deny_write.extend(from_settings(&sandbox.filesystem.deny_write));
-    deny_write.extend(args.deny_write.iter().map(|p| absolute(p)));
-    let mut allow_read = from_settings(&sandbox.filesystem.allow_read);
-    allow_read.extend(args.allow_read.iter().map(|p| absolute(p)));
-    let mut allow_write = from_settings(&sandbox.filesystem.allow_write);
-    allow_write.extend(args.allow_write.iter().map(|p| absolute(p)));
-    let network = match args.net.as_deref() {
-        Some(net) => net == "on",
-        None => sandbox.network.mode == "on",
-    };
-    let limits = &sandbox.limits;
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| usage(anyhow!("no program given after --")))?;
-    Ok(Request {
-        program: program.clone(),
-        args: rest.to_vec(),
-        workspace: workspace.to_path_buf(),
-        profile,
-        allow_read,
-        allow_write,
-        deny_read,
-        deny_write,
-        mounts,
-        network,
-        env: environment(settings, &args.env, &home),
-        home_allow: HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect(),
-        home,
-        limits: Limits {
-            timeout_ms: Some(
-                args.timeout
-                    .unwrap_or(limits.timeout_seconds)
-                    .saturating_mul(1000),
-            ),
-            memory_mb: Some(args.memory.unwrap_or(limits.memory_mb)),
-            pids: Some(args.pids.unwrap_or(limits.pids)),
-            cpu_seconds: args.cpu_seconds,
-            cpus: args.cpus,
-            disk_mb: Some(args.disk.unwrap_or(limits.disk_mb)),
-            output_bytes: Some(args.output_limit.unwrap_or(limits.output_bytes)),
-        },
-    })
-}
-
-fn expand(entry: &str, workspace: &Path, home: &Path) -> PathBuf {
-    if let Some(rest) = entry.strip_prefix("~/") {
-        home.join(rest)
-    } else if let Some(rest) = entry.strip_prefix("//") {
-        Path::new("/").join(rest)
-    } else {
-        workspace.join(entry.trim_start_matches('/'))
+    request
+        .deny_read
+        .extend(args.deny_read.iter().map(absolute));
+    request
+        .deny_write
+        .extend(args.deny_write.iter().map(absolute));
+    request
+        .allow_read
+        .extend(args.allow_read.iter().map(absolute));
+    request
+        .allow_write
+        .extend(args.allow_write.iter().map(absolute));
+    if let Some(net) = &args.net {
+        request.network = net == "on";
     }
-}
-
-/// The command's environment: the allowlist's values from here, never a secret-looking name
-/// unless named with `--env`, then what `--env` and `[sandbox.env] set` give.
-fn environment(settings: &Settings, flags: &[String], home: &Path) -> Vec<(String, String)> {
-    let secret = |name: &str| {
-        let upper = name.to_ascii_uppercase();
-        SECRET_WORDS.iter().any(|w| upper.contains(w))
-    };
-    let mut names: Vec<String> = settings.sandbox.env.allow.clone();
-    names.extend(["LOGNAME", "SHELL"].map(str::to_owned));
-    names.extend(
-        std::env::vars()
-            .map(|(k, _)| k)
-            .filter(|k| k.starts_with("LC_")),
-    );
-    let mut env: Vec<(String, String)> = Vec::new();
-    let set = |env: &mut Vec<(String, String)>, name: &str, value: String| {
-        env.retain(|(k, _)| k != name);
-        env.push((name.to_owned(), value));
-    };
-    for name in names.iter().filter(|n| !secret(n)) {
-        if let Ok(value) = std::env::var(name) {
-            set(&mut env, name, value);
-        }
+    let limits = &mut request.limits;
+    if let Some(seconds) = args.timeout {
+        limits.timeout_ms = Some(seconds.saturating_mul(1000));
     }
-    for (name, value) in &settings.sandbox.env.set {
-        set(&mut env, name, value.clone());
-    }
-    for flag in flags {
-        match flag.split_once('=') {
-            Some((name, value)) => set(&mut env, name, value.to_owned()),
-            None => {
-                if let Ok(value) = std::env::var(flag) {
-                    set(&mut env, flag, value);
-                }
-            }
-        }
-    }
-    set(&mut env, "HOME", home.display().to_string());
-    set(&mut env, "TMPDIR", "/tmp".to_owned());
-    if !env.iter().any(|(k, _)| k == "PATH") {
-        set(&mut env, "PATH", "/usr/local/bin:/usr/bin:/bin".to_owned());
-    }
-    env
+    limits.memory_mb = args.memory.or(limits.memory_mb);
+    limits.pids = args.pids.or(limits.pids);
+    limits.cpu_seconds = args.cpu_seconds;
+    limits.cpus = args.cpus;
+    limits.disk_mb = args.disk.or(limits.disk_mb);
+    limits.output_bytes = args.output_limit.or(limits.output_bytes);
+    Ok(request)
 }
 
 fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Result<Exit, CliError> {

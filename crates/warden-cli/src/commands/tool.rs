@@ -25,7 +25,10 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             known.join(", ")
         )));
     }
-    let ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    if let Ok(warden) = std::env::current_exe() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
     let session = match &args.session {
         Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
         None => SessionId::new(),

@@ -1,0 +1,171 @@
+//! The request a command gets from the settings alone: the one translation from warden's
+//! settings (and the policy's protected paths) to a sandbox, shared by `warden exec` and the Bash
+//! tool, which add their own flags on top.
+
+use std::path::{Path, PathBuf};
+
+use warden_config::Settings;
+
+use crate::plan::{Limits, Profile, Request};
+
+/// Toolchain directories under `$HOME` a command may read.
+pub const HOME_TOOLCHAINS: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".pyenv",
+    ".local/bin",
+    ".local/lib",
+    ".bun",
+    ".deno",
+    "go/bin",
+    ".volta",
+];
+
+/// Secrets under `$HOME` hidden even where a mount would show them.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".git-credentials",
+];
+
+/// Paths kept read-only inside the workspace.
+pub const WORKSPACE_PROTECTED: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".warden",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".envrc",
+];
+
+/// Environment names that never pass unless named explicitly.
+const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
+
+/// The profile a name stands for.
+pub fn profile(name: &str) -> Result<Profile, String> {
+    match name {
+        "read-only" => Ok(Profile::ReadOnly),
+        "workspace-write" => Ok(Profile::WorkspaceWrite),
+        "full-isolated" => Ok(Profile::FullIsolated),
+        other => Err(format!(
+            "unknown profile {other:?}: expected read-only, workspace-write or full-isolated"
+        )),
+    }
+}
+
+/// The request for `program args` in `workspace` under `settings`; `env_names` are names (or
+/// `NAME=VALUE` pairs) passed explicitly, secrets included.
+pub fn request_from_settings(
+    settings: &Settings,
+    workspace: &Path,
+    program: &str,
+    args: &[String],
+    env_names: &[String],
+) -> Result<Request, String> {
+    let sandbox = &settings.sandbox;
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    let literal = |s: &&String| !s.contains(['*', '?', '[']);
+    let from = |list: &[String]| -> Vec<PathBuf> {
+        list.iter()
+            .filter(literal)
+            .map(|s| expand(s, workspace, &home))
+            .collect()
+    };
+    let mut deny_read: Vec<PathBuf> = HOME_SECRETS.iter().map(|s| home.join(s)).collect();
+    deny_read.extend(from(&sandbox.filesystem.deny_read));
+    deny_read.extend(from(&settings.permissions.protected_paths));
+    let mut deny_write: Vec<PathBuf> = WORKSPACE_PROTECTED
+        .iter()
+        .map(|s| workspace.join(s))
+        .collect();
+    deny_write.extend(from(&sandbox.filesystem.deny_write));
+    let limits = &sandbox.limits;
+    Ok(Request {
+        program: program.to_owned(),
+        args: args.to_vec(),
+        workspace: workspace.to_path_buf(),
+        profile: profile(&sandbox.profile)?,
+        allow_read: from(&sandbox.filesystem.allow_read),
+        allow_write: from(&sandbox.filesystem.allow_write),
+        deny_read,
+        deny_write,
+        mounts: Vec::new(),
+        network: sandbox.network.mode == "on",
+        env: environment(settings, env_names, &home),
+        home_allow: HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect(),
+        home,
+        limits: Limits {
+            timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
+            memory_mb: Some(limits.memory_mb),
+            pids: Some(limits.pids),
+            cpu_seconds: None,
+            cpus: None,
+            disk_mb: Some(limits.disk_mb),
+            output_bytes: Some(limits.output_bytes),
+        },
+    })
+}
+
+/// A settings path: `~/…` from home, `//…` absolute, anything else from the workspace.
+pub fn expand(entry: &str, workspace: &Path, home: &Path) -> PathBuf {
+    if let Some(rest) = entry.strip_prefix("~/") {
+        home.join(rest)
+    } else if let Some(rest) = entry.strip_prefix("//") {
+        Path::new("/").join(rest)
+    } else {
+        workspace.join(entry.trim_start_matches('/'))
+    }
+}
+
+/// The command's environment: the allowlist's values from here, never a secret-looking name
+/// unless named explicitly, then `[sandbox.env] set` and the explicit `NAME=VALUE` pairs.
+fn environment(settings: &Settings, explicit: &[String], home: &Path) -> Vec<(String, String)> {
+    let secret = |name: &str| {
+        let upper = name.to_ascii_uppercase();
+        SECRET_WORDS.iter().any(|w| upper.contains(w))
+    };
+    let mut names: Vec<String> = settings.sandbox.env.allow.clone();
+    names.extend(["LOGNAME", "SHELL"].map(str::to_owned));
+    names.extend(
+        std::env::vars()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with("LC_")),
+    );
+    let mut env: Vec<(String, String)> = Vec::new();
+    let set = |env: &mut Vec<(String, String)>, name: &str, value: String| {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_owned(), value));
+    };
+    for name in names.iter().filter(|n| !secret(n)) {
+        if let Ok(value) = std::env::var(name) {
+            set(&mut env, name, value);
+        }
+    }
+    for (name, value) in &settings.sandbox.env.set {
+        set(&mut env, name, value.clone());
+    }
+    for flag in explicit {
+        match flag.split_once('=') {
+            Some((name, value)) => set(&mut env, name, value.to_owned()),
+            None => {
+                if let Ok(value) = std::env::var(flag) {
+                    set(&mut env, flag, value);
+                }
+            }
+        }
+    }
+    set(&mut env, "HOME", home.display().to_string());
+    set(&mut env, "TMPDIR", "/tmp".to_owned());
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        set(&mut env, "PATH", "/usr/local/bin:/usr/bin:/bin".to_owned());
+    }
+    env
+}

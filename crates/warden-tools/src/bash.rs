@@ -1,0 +1,195 @@
+//! `bash`: one shell command, run inside the sandbox (SPEC T7). Standard input is closed; when
+//! the command ends, everything it started is gone with it.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use warden_protocol::{ToolError, ToolErrorKind};
+use warden_sandbox::{Output, Plan, Sandbox, SandboxError, request_from_settings};
+
+use crate::{Tool, ToolContext};
+
+/// Lines kept from the start and from the end of a long output.
+const HEAD_LINES: usize = 40;
+const TAIL_LINES: usize = 80;
+/// Characters kept of one line.
+const LINE_CHARS: usize = 400;
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BashArgs {
+    /// The command, as bash would read it.
+    pub command: String,
+    /// Kill it (and everything it started) after this many seconds. Default and ceiling: the
+    /// configured limit.
+    #[schemars(range(min = 1))]
+    pub timeout_seconds: Option<u64>,
+    /// Why the command is being run, in a few words (shown in approval prompts and the trace).
+    pub description: Option<String>,
+}
+
+/// The `bash` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bash;
+
+impl Tool for Bash {
+    type Args = BashArgs;
+    const NAME: &'static str = "bash";
+    const DESCRIPTION: &'static str = "Run one shell command in the workspace, inside the sandbox: the workspace is \
+        writable, the network is off unless the session allows it, there is no input, and the command is killed at \
+        its timeout. Returns the exit code and summaries of stdout and stderr (progress bars, repeats and the middle \
+        of long outputs dropped; `truncated` says so). Prefer readFile, grep and glob for reading.";
+    const READ_ONLY: bool = false;
+
+    fn run(&self, ctx: &ToolContext, args: BashArgs) -> Result<Value, ToolError> {
+        let Some(helper) = &ctx.sandbox_helper else {
+            return Err(ToolError::new(
+                ToolErrorKind::SandboxUnavailable,
+                "no sandbox is configured for shell commands; nothing ran",
+            ));
+        };
+        let workspace = &ctx.settings.project_root;
+        let shell_args = vec!["-c".to_owned(), args.command.clone()];
+        let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
+            .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
+        request.workspace.clone_from(workspace);
+        if let (Some(asked), Some(limit)) = (args.timeout_seconds, request.limits.timeout_ms) {
+            request.limits.timeout_ms = Some(asked.saturating_mul(1000).min(limit));
+        }
+        let outcome = Sandbox::new(helper)
+            .run(&Plan::new(&request), Output::Capture)
+            .map_err(|err| match err {
+                SandboxError::Setup(why) => ToolError::new(
+                    ToolErrorKind::SandboxUnavailable,
+                    format!("the sandbox could not be established, nothing ran: {why}"),
+                ),
+                SandboxError::Helper { .. } => {
+                    ToolError::new(ToolErrorKind::SandboxUnavailable, err.to_string())
+                }
+            })?;
+        let (stdout, cut_out) = summary(&outcome.stdout);
+        let (stderr, cut_err) = summary(&outcome.stderr);
+        let mut result = json!({
+            "cmd": args.command,
+            "cwd": ".",
+            "exitCode": outcome.exit_code,
+            "stdoutSummary": stdout,
+            "stderrSummary": stderr,
+            "durationMs": outcome.duration_ms,
+            "truncated": outcome.truncated || cut_out || cut_err,
+        });
+        if outcome.timed_out {
+            result["timedOut"] = json!(true);
+        }
+        if outcome.truncated || cut_out || cut_err {
+            result["truncationReason"] = json!(if outcome.truncated {
+                "output_limit"
+            } else {
+                "summarised"
+            });
+        }
+        Ok(result)
+    }
+}
+
+/// The output as the model should see it: what a terminal would show of each line (text after
+/// the last carriage return, no colour codes), runs of identical lines folded, long lines cut,
+/// and only the head and tail of a long output. True when anything was dropped.
+pub(crate) fn summary(bytes: &[u8]) -> (String, bool) {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<String> = Vec::new();
+    let mut cut = false;
+    let mut repeats = 0usize;
+    for raw in text.lines() {
+        let shown = strip_ansi(raw.rsplit('\r').next().unwrap_or(raw));
+        let shown = match shown.char_indices().nth(LINE_CHARS) {
+            Some((at, _)) => {
+                cut = true;
+                format!("{}…", &shown[..at])
+            }
+            None => shown,
+        };
+        if lines.last().is_some_and(|last| *last == shown) {
+            repeats += 1;
+            continue;
+        }
+        if repeats > 0 {
+            lines.push(format!("[the line above repeated {repeats} more times]"));
+            cut = true;
+            repeats = 0;
+        }
+        lines.push(shown);
+    }
+    if repeats > 0 {
+        lines.push(format!("[the line above repeated {repeats} more times]"));
+        cut = true;
+    }
+    if lines.len() > HEAD_LINES + TAIL_LINES {
+        let omitted = lines.len() - HEAD_LINES - TAIL_LINES;
+        let tail = lines.split_off(lines.len() - TAIL_LINES);
+        lines.truncate(HEAD_LINES);
+        lines.push(format!("[… {omitted} lines omitted …]"));
+        lines.extend(tail);
+        cut = true;
+    }
+    let mut out = lines.join("\n");
+    if text.ends_with('\n') && !out.is_empty() {
+        out.push('\n');
+    }
+    (out, cut)
+}
+
+/// Removes ANSI escape sequences (colours, cursor movement).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn progress_bars_colours_and_repeats_are_folded() {
+        let raw = "Downloading 10%\r Downloading 50%\r Done\n\u{1b}[32mok\u{1b}[0m\nsame\nsame\nsame\nend\n";
+        let (text, cut) = summary(raw.as_bytes());
+        assert_eq!(
+            text,
+            " Done\nok\nsame\n[the line above repeated 2 more times]\nend\n"
+        );
+        assert!(cut);
+        let (plain, cut) = summary(b"a\nb\n");
+        assert_eq!((plain.as_str(), cut), ("a\nb\n", false));
+    }
+
+    #[test]
+    fn long_outputs_keep_head_and_tail() {
+        let mut raw = String::new();
+        for i in 0..1000 {
+            let _ = writeln!(raw, "line {i}");
+        }
+        let (text, cut) = summary(raw.as_bytes());
+        assert!(cut);
+        assert!(text.starts_with("line 0\n"));
+        assert!(text.contains("[… 880 lines omitted …]"));
+        assert!(text.ends_with("line 999\n"));
+    }
+}
