@@ -173,6 +173,9 @@ fn layers(plan: &Plan) -> Vec<String> {
     if !plan.network {
         layers.push("network-namespace".to_owned());
     }
+    if let Some(abi) = crate::landlock::kernel_abi() {
+        layers.push(format!("landlock-abi-{abi}"));
+    }
     let limits = &plan.limits;
     for (name, set) in [
         ("timeout", limits.timeout_ms.is_some()),
@@ -210,6 +213,7 @@ fn child_main(plan: &Plan, filters: &[seccompiler::BpfProgram], error_fd: i32) -
             .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
         step("capabilities", sys::drop_capabilities())?;
         step("no_new_privs", sys::set_no_new_privs())?;
+        crate::landlock::restrict(plan)?;
         step("seccomp", seccomp::install(filters))?;
         let mut argv = vec![plan.program.clone()];
         argv.extend(plan.args.iter().cloned());

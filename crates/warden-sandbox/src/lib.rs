@@ -12,6 +12,7 @@
 mod cgroup;
 mod from_settings;
 mod helper;
+mod landlock;
 mod mounts;
 mod plan;
 mod seccomp;

@@ -421,3 +421,18 @@ pub(crate) fn join_cgroup(file: &std::ffi::CStr) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The Landlock ABI version the kernel offers, or `None` without Landlock.
+pub(crate) fn landlock_abi() -> Option<i64> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: a null attribute pointer with size 0 and the VERSION flag only queries the ABI.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (ret > 0).then_some(ret)
+}
