@@ -9,19 +9,23 @@
 //! All `unsafe` is in the private `sys` module.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod backend;
 mod cgroup;
 mod from_settings;
 mod helper;
 mod landlock;
 mod mounts;
 mod plan;
+mod seatbelt;
 mod seccomp;
 mod spawn;
 mod sys;
 
+pub use backend::{Backend, Seatbelt};
 pub use from_settings::{
     HOME_SECRETS, HOME_TOOLCHAINS, WORKSPACE_PROTECTED, expand, profile, request_from_settings,
 };
 pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
+pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{HELPER_ARG, Outcome, Output, Sandbox, SandboxError};
