@@ -346,3 +346,78 @@ fn exec_usage_errors_exit_125() {
         125
     );
 }
+
+#[test]
+fn the_bwrap_backend_holds_the_same_boundaries() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    if Command::new("bwrap").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "bwrap is required here (.ci/run installs it)"
+        );
+        eprintln!("skipping: bwrap is not installed");
+        return;
+    }
+    let probe = p.home.join("Private/sandbox-probe.txt");
+    std::fs::create_dir_all(probe.parent().unwrap()).unwrap();
+    std::fs::write(&probe, "BWRAP-PROBE\n").unwrap();
+    assert!(
+        sh(&p, &format!("cat {}", probe.display()))
+            .stdout
+            .contains("BWRAP-PROBE")
+    );
+    std::fs::create_dir_all(p.root().join(".git/hooks")).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{}",
+        listener.local_addr().unwrap().port()
+    );
+    assert_eq!(
+        finish(&Command::new("bash").arg("-c").arg(&tcp).output().unwrap()).code,
+        0
+    );
+    let bw = ["--backend", "bwrap"];
+    let run = exec(
+        &p,
+        &bw,
+        "echo in > inside.txt; id -u; grep CapEff /proc/self/status",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["sandbox"]["backend"], "bwrap");
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("1000\nCapEff:\t0000000000000000"),
+        "{out}"
+    );
+    assert!(p.root().join("inside.txt").exists());
+    for script in [
+        format!("cat {}", probe.display()),
+        "echo evil > .git/hooks/pre-commit".to_owned(),
+        "touch /usr/bwrap-probe".to_owned(),
+        tcp.clone(),
+    ] {
+        let run = exec(&p, &bw, &script);
+        assert_ne!(run.code, 0, "{script}: {}", run.stdout);
+        assert!(!run.stdout.contains("BWRAP-PROBE"));
+    }
+    assert!(!p.root().join(".git/hooks/pre-commit").exists());
+    let run = exec(&p, &["--backend", "bwrap", "--timeout", "1"], "sleep 27182");
+    assert_eq!(run.code, 124);
+    assert!(
+        finish(
+            &Command::new("pgrep")
+                .args(["-f", "sleep 27182"])
+                .output()
+                .unwrap()
+        )
+        .stdout
+        .trim()
+        .is_empty()
+    );
+}

@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod backend;
+mod bwrap;
 mod cgroup;
 mod from_settings;
 mod helper;
@@ -22,6 +23,7 @@ mod spawn;
 mod sys;
 
 pub use backend::{Backend, Seatbelt};
+pub use bwrap::Bwrap;
 pub use from_settings::{
     HOME_SECRETS, HOME_TOOLCHAINS, WORKSPACE_PROTECTED, expand, profile, request_from_settings,
 };

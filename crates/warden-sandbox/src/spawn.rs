@@ -75,19 +75,7 @@ impl Sandbox {
 
     /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing.
     pub fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
-        // A process limit binds through rlimits only for ordinary users: as root it needs a
-        // cgroup. Memory and CPU quotas use one wherever it can be had.
-        let (uid, _) = sys::ids();
-        let limits = &plan.limits;
-        let pids = limits.pids.filter(|_| uid == 0 || cgroup_available("pids"));
-        let memory = limits.memory_mb.filter(|_| cgroup_available("memory"));
-        let group = Cgroup::create(pids, memory, limits.cpus)
-            .map_err(|e| SandboxError::Setup(format!("resource limits: {e}")))?;
-        let procs: Vec<std::ffi::CString> = group
-            .procs()
-            .iter()
-            .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
-            .collect();
+        let (group, procs) = limits_group(plan)?;
         let json = serde_json::to_string(plan).map_err(|e| SandboxError::Setup(e.to_string()))?;
         let (status_read, status_write) =
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
@@ -153,7 +141,7 @@ impl Sandbox {
 
 /// Reads a stream to its end on a thread, keeping at most `limit` bytes: memory stays bounded
 /// under a flood, and the writer never blocks on a full pipe.
-fn reader(
+pub(crate) fn reader(
     mut stream: impl Read + Send + 'static,
     limit: usize,
 ) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
@@ -173,6 +161,24 @@ fn reader(
         }
         (kept, truncated)
     })
+}
+
+/// The cgroups `plan`'s limits need, and the `cgroup.procs` files to join them through. A process
+/// limit binds through rlimits only for ordinary users: as root it needs a cgroup. Memory and CPU
+/// quotas use one wherever it can be had.
+pub(crate) fn limits_group(plan: &Plan) -> Result<(Cgroup, Vec<std::ffi::CString>), SandboxError> {
+    let (uid, _) = sys::ids();
+    let limits = &plan.limits;
+    let pids = limits.pids.filter(|_| uid == 0 || cgroup_available("pids"));
+    let memory = limits.memory_mb.filter(|_| cgroup_available("memory"));
+    let group = Cgroup::create(pids, memory, limits.cpus)
+        .map_err(|e| SandboxError::Setup(format!("resource limits: {e}")))?;
+    let procs = group
+        .procs()
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
+        .collect();
+    Ok((group, procs))
 }
 
 fn cgroup_available(controller: &str) -> bool {

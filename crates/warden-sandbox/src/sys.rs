@@ -436,3 +436,21 @@ pub(crate) fn landlock_abi() -> Option<i64> {
     };
     (ret > 0).then_some(ret)
 }
+
+/// Places each `(source, target)` descriptor at its target, between fork and exec: first every
+/// source is copied above 200, so that no target overwrites a source not yet placed.
+pub(crate) fn place_fds(pairs: &[(libc::c_int, libc::c_int)]) -> io::Result<()> {
+    let mut high = [0 as libc::c_int; 8];
+    for (slot, (source, _)) in high.iter_mut().zip(pairs) {
+        // SAFETY: F_DUPFD with an integer minimum; no memory involved.
+        let copy = unsafe { libc::fcntl(*source, libc::F_DUPFD_CLOEXEC, 200) };
+        if copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        *slot = copy;
+    }
+    for (copy, (_, target)) in high.iter().zip(pairs) {
+        dup2(*copy, *target)?;
+    }
+    Ok(())
+}

@@ -7,7 +7,8 @@ use anyhow::anyhow;
 use serde_json::json;
 use warden_config::{RawSettings, Settings};
 use warden_sandbox::{
-    Limits, Output, Plan, Request, Sandbox, SandboxError, profile, request_from_settings,
+    Backend, Bwrap, Limits, Output, Plan, Request, Sandbox, SandboxError, profile,
+    request_from_settings,
 };
 
 use super::{load_settings_with, print_json};
@@ -46,11 +47,6 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     if args.no_sandbox || backend == "none" {
         return unsandboxed(&settings, &request, args);
     }
-    if backend == "bwrap" {
-        return Err(refused(
-            "the bwrap backend is not built yet; use --backend native",
-        ));
-    }
     let plan = Plan::new(&request);
     let helper = std::env::current_exe().map_err(|e| {
         refused(&format!(
@@ -62,8 +58,24 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     } else {
         Output::Inherit
     };
-    let outcome = match Sandbox::new(helper).run(&plan, output) {
-        Ok(outcome) => outcome,
+    let native = Sandbox::new(helper);
+    let bwrap = Bwrap::default();
+    let chosen: &dyn Backend = if backend == "bwrap" { &bwrap } else { &native };
+    let (used, outcome) = match chosen.run(&plan, output) {
+        Ok(outcome) => (chosen.name(), outcome),
+        // Strict by default; with fail_if_unavailable = false, bubblewrap may stand in, never
+        // no sandbox at all.
+        Err(SandboxError::Setup(why))
+            if backend == "native"
+                && !settings.sandbox.fail_if_unavailable
+                && bwrap.available() =>
+        {
+            eprintln!("warden: the native sandbox is unavailable ({why}); using bwrap");
+            match bwrap.run(&plan, output) {
+                Ok(outcome) => ("bwrap", outcome),
+                Err(err) => return Err(refused(&err.to_string())),
+            }
+        }
         Err(SandboxError::Setup(why)) => return Err(refused(&why)),
         Err(err) => return Err(refused(&err.to_string())),
     };
@@ -78,7 +90,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
             "durationMs": outcome.duration_ms,
             "timedOut": outcome.timed_out,
             "truncated": outcome.truncated,
-            "sandbox": {"backend": "native", "profile": request.profile.as_str(), "layers": outcome.layers},
+            "sandbox": {"backend": used, "profile": request.profile.as_str(), "layers": outcome.layers},
         }))?;
     }
     Ok(Exit::Code(

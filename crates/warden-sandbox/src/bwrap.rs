@@ -1,0 +1,291 @@
+//! The bubblewrap backend: the same plan, run by the system's `bwrap`, for hosts where the native
+//! path is blocked. Everything is dropped (`--cap-drop ALL`, `--clearenv`), the same seccomp
+//! filters are handed over, and the same limits and cgroups apply. No Landlock.
+
+use std::io::{Read as _, Write as _};
+use std::os::fd::AsRawFd as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::backend::Backend;
+use crate::plan::{Mount, Plan};
+use crate::spawn::{Outcome, Output, SandboxError, limits_group, reader};
+use crate::{seccomp, sys};
+
+/// Runs plans with `bwrap`.
+#[derive(Debug, Clone)]
+pub struct Bwrap {
+    program: PathBuf,
+}
+
+impl Default for Bwrap {
+    fn default() -> Self {
+        Self {
+            program: PathBuf::from("bwrap"),
+        }
+    }
+}
+
+impl Bwrap {
+    /// Whether `bwrap` can be started here.
+    pub fn available(&self) -> bool {
+        Command::new(&self.program)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+/// The `bwrap` arguments for `plan`, with the seccomp filters on descriptors 10 and 11 and the
+/// status on descriptor 3.
+pub(crate) fn arguments(plan: &Plan) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--unshare-user",
+        "--uid",
+        "1000",
+        "--gid",
+        "1000",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--hostname",
+        "warden",
+        "--json-status-fd",
+        "3",
+        "--add-seccomp-fd",
+        "10",
+        "--add-seccomp-fd",
+        "11",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    if !plan.network {
+        a.push("--unshare-net".to_owned());
+    }
+    for (key, value) in &plan.env {
+        a.extend(["--setenv".to_owned(), key.clone(), value.clone()]);
+    }
+    let path = |p: &PathBuf| p.display().to_string();
+    // Read-only tmpfs are sealed after everything is mounted inside them.
+    let mut late = Vec::new();
+    for mount in &plan.mounts {
+        match mount {
+            Mount::Bind {
+                source,
+                target,
+                writable,
+            } => {
+                a.extend([
+                    if *writable { "--bind" } else { "--ro-bind" }.to_owned(),
+                    path(source),
+                    path(target),
+                ]);
+            }
+            Mount::Tmpfs {
+                target,
+                writable,
+                size_mb,
+            } => {
+                a.extend([
+                    "--size".to_owned(),
+                    (size_mb * 1024 * 1024).to_string(),
+                    "--tmpfs".to_owned(),
+                    path(target),
+                ]);
+                if !writable {
+                    late.extend(["--remount-ro".to_owned(), path(target)]);
+                }
+            }
+            Mount::MaskFile { target } => {
+                a.extend(["--ro-bind".to_owned(), "/dev/null".to_owned(), path(target)]);
+            }
+        }
+    }
+    a.extend(
+        [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+        ]
+        .map(str::to_owned),
+    );
+    a.push(path(&plan.cwd));
+    a.push("--".to_owned());
+    a.push(plan.program.clone());
+    a.extend(plan.args.iter().cloned());
+    a
+}
+
+fn filter_pipe(filter: &seccompiler::BpfProgram) -> Result<std::os::fd::OwnedFd, SandboxError> {
+    let mut bytes = Vec::with_capacity(filter.len() * 8);
+    for insn in filter {
+        bytes.extend_from_slice(&insn.code.to_ne_bytes());
+        bytes.push(insn.jt);
+        bytes.push(insn.jf);
+        bytes.extend_from_slice(&insn.k.to_ne_bytes());
+    }
+    let (read, write) =
+        sys::pipe().map_err(|e| SandboxError::Setup(format!("seccomp pipe: {e}")))?;
+    std::fs::File::from(write)
+        .write_all(&bytes)
+        .map_err(|e| SandboxError::Setup(format!("seccomp pipe: {e}")))?;
+    Ok(read)
+}
+
+impl Backend for Bwrap {
+    fn name(&self) -> &'static str {
+        "bwrap"
+    }
+
+    fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
+        let (group, procs) = limits_group(plan)?;
+        let filters =
+            seccomp::filters().map_err(|e| SandboxError::Setup(format!("seccomp filter: {e}")))?;
+        let fds = filters
+            .iter()
+            .map(filter_pipe)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (status_read, status_write) =
+            sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
+        let mut command = Command::new(&self.program);
+        command.args(arguments(plan)).env_clear();
+        match output {
+            Output::Capture => command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            Output::Inherit => command
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::inherit())
+                .stderr(Stdio::inherit()),
+        };
+        let raw = [
+            status_write.as_raw_fd(),
+            fds[0].as_raw_fd(),
+            fds[1].as_raw_fd(),
+        ];
+        let limits = plan.limits.clone();
+        sys::before_exec(&mut command, move || {
+            for file in &procs {
+                sys::join_cgroup(file)?;
+            }
+            rlimits(&limits)?;
+            sys::place_fds(&[(raw[0], 3), (raw[1], 10), (raw[2], 11)])
+        });
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|source| SandboxError::Helper {
+            helper: self.program.clone(),
+            source,
+        })?;
+        drop(status_write);
+        drop(fds);
+        let limit = plan
+            .limits
+            .output_bytes
+            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
+        let readers = [
+            child.stdout.take().map(|s| reader(s, limit)),
+            child.stderr.take().map(|s| reader(s, limit)),
+        ];
+        let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
+        let timed_out = match sys::pidfd_open(pid) {
+            Ok(pidfd) => {
+                let done = sys::poll_readable(pidfd, plan.limits.timeout_ms).unwrap_or(true);
+                sys::close(pidfd);
+                !done
+            }
+            Err(_) => false,
+        };
+        if timed_out {
+            // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
+            sys::kill(pid, libc::SIGKILL);
+        }
+        let status = child
+            .wait()
+            .map_err(|e| SandboxError::Setup(format!("waiting for bwrap: {e}")))?;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut text = String::new();
+        let _ = std::fs::File::from(status_read).read_to_string(&mut text);
+        let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
+        // The last report is bwrap's: it writes the exit code after the command and everything
+        // it started are gone (the status descriptor stays visible inside, so an earlier line
+        // may be the command's own).
+        let exit_code = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v.get("exit-code").and_then(serde_json::Value::as_i64))
+            .next_back();
+        let exit_code = match (timed_out, exit_code) {
+            (true, _) => 124,
+            (false, Some(code)) => i32::try_from(code).unwrap_or(1),
+            (false, None) => {
+                let why = String::from_utf8_lossy(&stderr.0).trim().to_owned();
+                return Err(SandboxError::Setup(format!(
+                    "bwrap could not build the sandbox ({status}): {why}"
+                )));
+            }
+        };
+        let layers = layers(plan, &group);
+        drop(group);
+        Ok(Outcome {
+            exit_code,
+            signal: None,
+            truncated: stdout.1 || stderr.1,
+            stdout: stdout.0,
+            stderr: stderr.0,
+            duration_ms,
+            timed_out,
+            layers,
+        })
+    }
+}
+
+/// The rlimits bwrap and the command inherit (between fork and exec: no allocation).
+fn rlimits(limits: &crate::plan::Limits) -> std::io::Result<()> {
+    sys::setrlimit(libc::RLIMIT_CORE, 0)?;
+    if let Some(mb) = limits.memory_mb {
+        sys::setrlimit(libc::RLIMIT_DATA, mb.saturating_mul(1024 * 1024))?;
+    }
+    if let Some(seconds) = limits.cpu_seconds {
+        sys::setrlimit(libc::RLIMIT_CPU, seconds)?;
+    }
+    if let Some(mb) = limits.disk_mb {
+        sys::setrlimit(libc::RLIMIT_FSIZE, mb.saturating_mul(1024 * 1024))?;
+    }
+    Ok(())
+}
+
+/// The layers a bwrap run has: no Landlock, descriptors as bwrap leaves them.
+fn layers(plan: &Plan, group: &crate::cgroup::Cgroup) -> Vec<String> {
+    let mut layers: Vec<String> = [
+        "user-namespace",
+        "mount-namespace",
+        "pid-namespace",
+        "ipc-namespace",
+        "uts-namespace",
+        "capabilities-dropped",
+        "no-new-privs",
+        "seccomp",
+        "clean-environment",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    if !plan.network {
+        layers.push("network-namespace".to_owned());
+    }
+    layers.extend(group.holds.iter().map(|c| format!("cgroup-{c}")));
+    layers
+}
