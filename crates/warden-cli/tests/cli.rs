@@ -160,7 +160,10 @@ fn tools_json_prints_every_schema() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "glob", "grep", "readFile"]);
+    assert_eq!(
+        names,
+        ["bash", "editFile", "glob", "grep", "readFile", "writeFile"]
+    );
     for tool in tools.as_array().unwrap() {
         assert!(!tool["description"].as_str().unwrap().is_empty());
         assert_eq!(tool["parameters"]["type"], "object");

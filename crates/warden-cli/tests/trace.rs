@@ -151,3 +151,47 @@ fn showing_an_unknown_session_is_a_usage_error() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("no session"), "{}", run.stderr);
 }
+
+#[test]
+fn file_changes_run_through_the_policy_and_the_trace_keeps_sizes_not_content() {
+    let p = Project::new();
+    p.write("notes.md", "draft\n");
+    // Default mode asks before a workspace edit; the flag answers.
+    let args = r#"{"path": "notes.md", "oldString": "draft", "newString": "SECRET-PLAN-42"}"#;
+    let run = p.run(&["tool", "editFile", "--args", args]);
+    assert_eq!(run.json()["error"]["kind"], "needs_approval");
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("notes.md")).unwrap(),
+        "draft\n"
+    );
+    let run = p.run(&["tool", "editFile", "--on-ask", "allow", "--args", args]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("notes.md")).unwrap(),
+        "SECRET-PLAN-42\n"
+    );
+    // Protected paths are refused whatever the flag says.
+    let run = p.run(&[
+        "tool",
+        "writeFile",
+        "--on-ask",
+        "allow",
+        "--args",
+        r#"{"path": ".envrc", "content": "x"}"#,
+    ]);
+    assert_eq!(run.json()["error"]["kind"], "policy_denied");
+    let id = sessions(&p)
+        .iter()
+        .find_map(|s| {
+            (s["events"] == 1 && s["errors"] == 0 && s["denied"] == 0)
+                .then(|| s["sessionId"].as_str().unwrap().to_owned())
+        })
+        .unwrap();
+    let export = p.run(&["trace", "export", &id]);
+    assert!(
+        !export.stdout.contains("SECRET-PLAN-42"),
+        "{}",
+        export.stdout
+    );
+    assert!(export.stdout.contains("<14 bytes>"), "{}", export.stdout);
+}

@@ -26,5 +26,5 @@ pub use settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, Model, Org, OrgManifest,
     PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName, Sandbox,
     SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills,
-    Tools,
+    Tools, WriteTool,
 };

@@ -60,6 +60,14 @@ pub enum ToolErrorKind {
     InvalidPattern,
     /// The sandbox could not be established; nothing ran.
     SandboxUnavailable,
+    /// Overwriting a file this session has not read.
+    NotReadFirst,
+    /// The file changed on disk since this session read it.
+    ChangedSinceRead,
+    /// The text to replace was not found.
+    NoMatch,
+    /// The text to replace was found more than once.
+    MultipleMatches,
     Io,
 }
 

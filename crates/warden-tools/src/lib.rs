@@ -8,6 +8,7 @@
 
 mod bash;
 mod context;
+mod edit;
 mod glob;
 mod grep;
 mod read;
@@ -15,12 +16,15 @@ mod registry;
 mod runner;
 mod sniff;
 mod walk;
+mod write;
 
 pub use bash::{Bash, BashArgs};
 pub use context::{ReadLedger, ReadRecord, ToolContext};
+pub use edit::{EditFile, EditFileArgs};
 pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};
 pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
 pub use runner::{OnAsk, ToolRunner};
 pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};
+pub use write::{WriteFile, WriteFileArgs};

@@ -84,6 +84,8 @@ impl<'a> ToolRunner<'a> {
     pub fn run(&mut self, name: &str, args: Value) -> Result<ToolResult, TraceError> {
         let started = Instant::now();
         let tool: ToolName = name.parse().unwrap_or_else(|_| unknown_tool_name());
+        let bytes_in = args.to_string().len() as u64;
+        let kept_args = recorded(&args);
         // Invalid arguments go back to the model before the policy is asked anything.
         let (result, decision) = if let Err(err) = self.registry.validate(name, &args) {
             (failed(&tool, err), Decision::unchecked())
@@ -91,7 +93,7 @@ impl<'a> ToolRunner<'a> {
             {
                 let decision = self.decide(name, &args);
                 if decision.decision == DecisionKind::Allow {
-                    let result = match self.registry.call(self.ctx, name, args.clone()) {
+                    let result = match self.registry.call(self.ctx, name, args) {
                         Ok(output) => ToolResult {
                             tool: tool.clone(),
                             status: ToolStatus::Ok,
@@ -130,8 +132,8 @@ impl<'a> ToolRunner<'a> {
                 session_id: self.session.clone(),
                 seq: self.seq,
                 tool,
-                bytes_in: args.to_string().len() as u64,
-                arguments: args,
+                bytes_in,
+                arguments: kept_args,
                 decision,
                 sandbox_profile: self.sandbox_profile.clone(),
                 status: result.status,
@@ -165,6 +167,21 @@ impl<'a> ToolRunner<'a> {
     }
 }
 
+/// The arguments as the trace keeps them: file contents are replaced by their size, so the
+/// trace holds what changed where, not the text (the diff stats are in the result).
+fn recorded(args: &Value) -> Value {
+    let mut kept = args.clone();
+    if let Some(object) = kept.as_object_mut() {
+        for key in ["content", "oldString", "newString", "newText"] {
+            if let Some(text) = object.get(key).and_then(Value::as_str) {
+                let size = format!("<{} bytes>", text.len());
+                object.insert(key.to_owned(), Value::String(size));
+            }
+        }
+    }
+    kept
+}
+
 /// What the policy is asked about a call of a built-in tool.
 fn action(name: &str, args: &Value) -> Action {
     let path = |key: &str| {
@@ -177,6 +194,8 @@ fn action(name: &str, args: &Value) -> Action {
         "readFile" => Action::Read(path("path")),
         "glob" => Action::Glob(path("path")),
         "grep" => Action::Grep(path("path")),
+        "writeFile" => Action::Write(path("path")),
+        "editFile" => Action::Edit(path("path")),
         "bash" => Action::Bash(
             args.get("command")
                 .and_then(Value::as_str)

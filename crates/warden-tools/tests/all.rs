@@ -6,3 +6,4 @@ mod grep;
 mod read;
 mod registry;
 mod support;
+mod write;

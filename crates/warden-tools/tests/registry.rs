@@ -8,7 +8,10 @@ use crate::support::Workspace;
 fn every_builtin_tool_has_a_closed_object_schema() {
     let registry = Registry::builtin().unwrap();
     let names: Vec<String> = registry.specs().map(|s| s.name.to_string()).collect();
-    assert_eq!(names, ["bash", "glob", "grep", "readFile"]);
+    assert_eq!(
+        names,
+        ["bash", "editFile", "glob", "grep", "readFile", "writeFile"]
+    );
     for spec in registry.specs() {
         assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
         assert_eq!(
@@ -24,7 +27,8 @@ fn every_builtin_tool_has_a_closed_object_schema() {
             spec.name
         );
         assert!(spec.parameters.get("$schema").is_none());
-        assert_eq!(spec.read_only, spec.name.as_str() != "bash");
+        let reads = ["readFile", "glob", "grep"].contains(&spec.name.as_str());
+        assert_eq!(spec.read_only, reads, "{}", spec.name);
         // The schema compiles: validation runs and names the missing argument.
         let err = registry
             .validate(spec.name.as_str(), &json!({}))

@@ -17,7 +17,7 @@ use crate::settings::{PermissionMode, RiskName};
 
 pub use tables::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawModel, RawOrg,
-    RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools,
+    RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools, RawWriteTool,
 };
 
 /// warden settings: one file's worth. Files merge highest priority first: managed, command

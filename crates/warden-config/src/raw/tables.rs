@@ -18,9 +18,26 @@ pub struct RawTools {
     pub glob: Option<RawGlobTool>,
     /// The grep tool.
     pub grep: Option<RawGrepTool>,
+    /// The file-changing tools (writeFile, editFile).
+    pub write: Option<RawWriteTool>,
 }
 
-merge_struct!(RawTools { read, glob, grep });
+merge_struct!(RawTools {
+    read,
+    glob,
+    grep,
+    write
+});
+
+/// `[tools.write]`: limits of the file-changing tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawWriteTool {
+    /// The largest file writeFile writes or editFile produces, in bytes. Default `1048576`.
+    pub max_bytes: Option<usize>,
+}
+
+merge_struct!(RawWriteTool { max_bytes });
 
 /// `[tools.read]`: the file read tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -19,7 +19,7 @@ use crate::raw::{
 use crate::settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Model, Org, OrgManifest, Permissions,
     Price, Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
-    SandboxNetwork, Settings, SettingsSource, Skills, Tools,
+    SandboxNetwork, Settings, SettingsSource, Skills, Tools, WriteTool,
 };
 
 pub(crate) use validate::Blame;
@@ -188,7 +188,12 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
 }
 
 fn build_tools(raw: RawTools) -> Tools {
-    let RawTools { read, glob, grep } = raw;
+    let RawTools {
+        read,
+        glob,
+        grep,
+        write,
+    } = raw;
     let d = Tools::default();
     let RawReadTool {
         deny,
@@ -223,6 +228,12 @@ fn build_tools(raw: RawTools) -> Tools {
             max_hits: max_hits.unwrap_or(d.grep.max_hits),
             max_line_chars: grep_line_chars.unwrap_or(d.grep.max_line_chars),
             exclude: list_or(grep_exclude, d.grep.exclude),
+        },
+        write: WriteTool {
+            max_bytes: write
+                .unwrap_or_default()
+                .max_bytes
+                .unwrap_or(d.write.max_bytes),
         },
     }
 }

@@ -19,7 +19,7 @@ use crate::error::ConfigError;
 
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Model, Org, OrgManifest, Price, Provider,
-    ProviderKind, ReadTool, Skills, Tools,
+    ProviderKind, ReadTool, Skills, Tools, WriteTool,
 };
 
 /// Every setting, resolved from all layers. Build one with [`crate::load`], or

@@ -18,6 +18,24 @@ pub struct Tools {
     pub glob: GlobTool,
     /// `[tools.grep]`.
     pub grep: GrepTool,
+    /// `[tools.write]`.
+    pub write: WriteTool,
+}
+
+/// `[tools.write]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct WriteTool {
+    /// The largest file written, in bytes. Default 1 MiB.
+    pub max_bytes: usize,
+}
+
+impl Default for WriteTool {
+    fn default() -> Self {
+        WriteTool {
+            max_bytes: 1024 * 1024,
+        }
+    }
 }
 
 /// `[tools.read]`.

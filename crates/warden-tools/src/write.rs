@@ -1,0 +1,268 @@
+//! `writeFile`, and what the file-changing tools share: where they may write, the guard against
+//! overwriting what the session has not seen, atomic replacement, and diffs.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Component, Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use similar::{ChangeTag, TextDiff};
+use warden_protocol::{ToolError, ToolErrorKind};
+
+use crate::context::ReadRecord;
+use crate::read::hex;
+use crate::{Tool, ToolContext};
+
+/// Arguments of `writeFile`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// Path of the file, inside the workspace. Missing directories are created.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// The `writeFile` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFile;
+
+impl Tool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "writeFile";
+    const DESCRIPTION: &'static str = "Create a file in the workspace, or replace one you have read with readFile in this \
+        session and that has not changed since. For changes to existing files prefer editFile. Returns the bytes \
+        written and, when a file was replaced, a unified diff.";
+    const READ_ONLY: bool = false;
+
+    fn run(&self, ctx: &ToolContext, args: WriteFileArgs) -> Result<Value, ToolError> {
+        let target = target(ctx, &args.path)?;
+        let max = ctx.caps.write.max_bytes;
+        if args.content.len() > max {
+            return Err(ToolError::new(
+                ToolErrorKind::TooLarge,
+                format!(
+                    "{}: {} bytes is over the limit of {max} bytes ([tools.write] max_bytes)",
+                    args.path,
+                    args.content.len()
+                ),
+            ));
+        }
+        let existing = match std::fs::read(&target.real) {
+            Ok(bytes) => Some(bytes),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(io(&args.path, &err)),
+        };
+        let mut result = json!({ "path": target.display, "bytesWritten": args.content.len() });
+        match &existing {
+            Some(old) => {
+                require_unchanged(ctx, &target.real, &args.path, old, true)?;
+                let old = String::from_utf8_lossy(old);
+                let diff = Diff::new(&target.display, &old, &args.content);
+                result["created"] = json!(false);
+                result["diff"] = json!(diff.text);
+                result["diffSummary"] = json!(diff.summary);
+            }
+            None => {
+                result["created"] = json!(true);
+            }
+        }
+        if let Some(parent) = target.real.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io(&args.path, &e))?;
+        }
+        replace(&target.real, args.content.as_bytes()).map_err(|e| io(&args.path, &e))?;
+        remember(ctx, &target.real, args.content.as_bytes());
+        Ok(result)
+    }
+}
+
+/// A path a file-changing tool may write.
+pub(crate) struct Target {
+    /// Where the bytes go (symlinks resolved).
+    pub(crate) real: PathBuf,
+    pub(crate) display: String,
+}
+
+/// Resolves `raw` for writing: inside the project root by its spelling and by where it really
+/// leads, never inside `.git/`, never a directory.
+pub(crate) fn target(ctx: &ToolContext, raw: &str) -> Result<Target, ToolError> {
+    if raw.is_empty() || raw.contains('\0') {
+        return Err(ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            "path is empty or holds a NUL byte",
+        )
+        .with_field("/path"));
+    }
+    let root = &ctx.settings.project_root;
+    let lexical = warden_policy::normalize(&ctx.cwd.join(raw));
+    let real = warden_policy::real_path(&lexical);
+    for (spelling, path) in [("", &lexical), (" (through a symlink)", &real)] {
+        if !path.starts_with(root) {
+            return Err(ToolError::new(
+                ToolErrorKind::OutsideRoots,
+                format!(
+                    "{raw}: {} is outside the workspace{spelling}; the file tools write only inside it",
+                    path.display()
+                ),
+            ));
+        }
+        let inside = path.strip_prefix(root).unwrap_or(path);
+        if inside
+            .components()
+            .any(|c| c == Component::Normal(".git".as_ref()))
+        {
+            return Err(ToolError::new(
+                ToolErrorKind::DeniedPath,
+                format!("{raw}: the file tools never write inside .git"),
+            ));
+        }
+    }
+    if real.is_dir() {
+        return Err(ToolError::new(
+            ToolErrorKind::IsDirectory,
+            format!("{raw}: is a directory"),
+        ));
+    }
+    if real.exists() && !real.is_file() {
+        return Err(ToolError::new(
+            ToolErrorKind::NotAFile,
+            format!("{raw}: not a regular file"),
+        ));
+    }
+    Ok(Target {
+        display: ctx.paths.display(&real),
+        real,
+    })
+}
+
+/// Refuses when the file changed on disk since this session read it; with `must_have_read`,
+/// also when the session never read it.
+pub(crate) fn require_unchanged(
+    ctx: &ToolContext,
+    real: &Path,
+    raw: &str,
+    current: &[u8],
+    must_have_read: bool,
+) -> Result<(), ToolError> {
+    match ctx.reads.get(real) {
+        Some(record) if record.sha256 != hex(&Sha256::digest(current)) => Err(ToolError::new(
+            ToolErrorKind::ChangedSinceRead,
+            format!(
+                "{raw} changed on disk since this session read it; read it again before changing it"
+            ),
+        )),
+        Some(_) => Ok(()),
+        None if must_have_read => Err(ToolError::new(
+            ToolErrorKind::NotReadFirst,
+            format!(
+                "{raw} exists and this session has not read it: read it with readFile first (or change it with editFile)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Records what the session now knows the file holds.
+pub(crate) fn remember(ctx: &ToolContext, real: &Path, bytes: &[u8]) {
+    let modified = std::fs::metadata(real).ok().and_then(|m| m.modified().ok());
+    ctx.reads.record(
+        real.to_path_buf(),
+        ReadRecord {
+            sha256: hex(&Sha256::digest(bytes)),
+            len: bytes.len() as u64,
+            modified,
+        },
+    );
+}
+
+/// Replaces `path` atomically: a temporary file in the same directory, written and synced, given
+/// the old file's mode, then renamed over it. On any failure the old file is untouched.
+pub(crate) fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(".{name}.warden-{}.tmp", std::process::id()));
+    let mode = std::fs::metadata(path).ok().map(|m| m.permissions().mode());
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if let Some(mode) = mode {
+            std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+        }
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+pub(crate) fn io(raw: &str, err: &std::io::Error) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Io,
+        format!("{raw}: {err}; the file is unchanged"),
+    )
+}
+
+/// A unified diff with its summary and the changed line ranges of the new text.
+pub(crate) struct Diff {
+    pub(crate) text: String,
+    pub(crate) summary: String,
+    pub(crate) ranges: Vec<String>,
+}
+
+impl Diff {
+    pub(crate) fn new(path: &str, old: &str, new: &str) -> Self {
+        let diff = TextDiff::from_lines(old, new);
+        let text = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        let (mut added, mut removed) = (0usize, 0usize);
+        let mut ranges = Vec::new();
+        for group in diff.grouped_ops(0) {
+            let mut first: Option<usize> = None;
+            let mut last = 0;
+            for op in &group {
+                for change in diff.iter_changes(op) {
+                    match change.tag() {
+                        ChangeTag::Insert => {
+                            added += 1;
+                            let line = change.new_index().unwrap_or(0) + 1;
+                            first.get_or_insert(line);
+                            last = line;
+                        }
+                        ChangeTag::Delete => {
+                            removed += 1;
+                            let line = op.new_range().start + 1;
+                            first.get_or_insert(line);
+                            last = last.max(line.saturating_sub(1)).max(first.unwrap_or(line));
+                        }
+                        ChangeTag::Equal => {}
+                    }
+                }
+            }
+            if let Some(first) = first {
+                ranges.push(if last > first {
+                    format!("{first}-{last}")
+                } else {
+                    format!("{first}")
+                });
+            }
+        }
+        let mut summary = String::new();
+        let _ = write!(summary, "+{added} -{removed} lines");
+        Self {
+            text,
+            summary,
+            ranges,
+        }
+    }
+}
