@@ -162,7 +162,15 @@ fn tools_json_prints_every_schema() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "editFile", "glob", "grep", "readFile", "writeFile"]
+        [
+            "apply_patch",
+            "bash",
+            "editFile",
+            "glob",
+            "grep",
+            "readFile",
+            "writeFile"
+        ]
     );
     for tool in tools.as_array().unwrap() {
         assert!(!tool["description"].as_str().unwrap().is_empty());

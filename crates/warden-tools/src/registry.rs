@@ -111,12 +111,13 @@ impl Registry {
         Self::default()
     }
 
-    /// The built-in tools: `readFile`, `glob`, `grep`, `bash`, `writeFile` and `editFile`.
+    /// The built-in tools: `readFile`, `glob`, `grep`, `bash`, `writeFile`, `editFile` and `apply_patch`.
     pub fn builtin() -> Result<Self, RegistryError> {
         let mut registry = Self::new();
         registry.register(crate::bash::Bash)?;
         registry.register(crate::write::WriteFile)?;
         registry.register(crate::edit::EditFile)?;
+        registry.register(crate::patch::ApplyPatch)?;
         registry.register(crate::read::ReadFile)?;
         registry.register(crate::glob::Glob)?;
         registry.register(crate::grep::Grep)?;

@@ -150,7 +150,24 @@ impl<'a> ToolRunner<'a> {
 
     /// The policy's decision, with a non-interactive approval applied where it may be.
     fn decide(&self, name: &str, args: &Value) -> Decision {
-        let mut decision = self.policy.check(&action(name, args)).decision;
+        let mut decision = if name == "apply_patch" {
+            // Every file the patch touches is an edit; the strictest decision stands for all.
+            let patch = args
+                .get("patch")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let mut paths = crate::patch::paths(patch);
+            if paths.is_empty() {
+                paths.push(".".to_owned());
+            }
+            paths
+                .into_iter()
+                .map(|p| self.policy.check(&Action::Edit(p)).decision)
+                .max_by_key(|d| strictness(d.decision))
+                .unwrap_or_else(Decision::unchecked)
+        } else {
+            self.policy.check(&action(name, args)).decision
+        };
         let askable = matches!(
             decision.decision,
             DecisionKind::RequireApproval | DecisionKind::Rewrite
@@ -172,7 +189,7 @@ impl<'a> ToolRunner<'a> {
 fn recorded(args: &Value) -> Value {
     let mut kept = args.clone();
     if let Some(object) = kept.as_object_mut() {
-        for key in ["content", "oldString", "newString", "newText"] {
+        for key in ["content", "oldString", "newString", "newText", "patch"] {
             if let Some(text) = object.get(key).and_then(Value::as_str) {
                 let size = format!("<{} bytes>", text.len());
                 object.insert(key.to_owned(), Value::String(size));
@@ -180,6 +197,16 @@ fn recorded(args: &Value) -> Value {
         }
     }
     kept
+}
+
+fn strictness(kind: DecisionKind) -> u8 {
+    match kind {
+        DecisionKind::Allow => 0,
+        DecisionKind::Rewrite => 1,
+        DecisionKind::RequireApproval => 2,
+        DecisionKind::RequireEscalation => 3,
+        DecisionKind::Deny => 4,
+    }
 }
 
 /// What the policy is asked about a call of a built-in tool.

@@ -3,6 +3,7 @@
 
 mod glob;
 mod grep;
+mod patch;
 mod read;
 mod registry;
 mod support;

@@ -10,7 +10,15 @@ fn every_builtin_tool_has_a_closed_object_schema() {
     let names: Vec<String> = registry.specs().map(|s| s.name.to_string()).collect();
     assert_eq!(
         names,
-        ["bash", "editFile", "glob", "grep", "readFile", "writeFile"]
+        [
+            "apply_patch",
+            "bash",
+            "editFile",
+            "glob",
+            "grep",
+            "readFile",
+            "writeFile"
+        ]
     );
     for spec in registry.specs() {
         assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
