@@ -38,11 +38,25 @@ pub enum Command {
     /// Ask the policy engine what it would decide about an action, and why.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Put back the files a session's tools changed (all of it, or after turn N).
+    Undo(UndoArgs),
     /// Run a command inside the sandbox: `warden exec [OPTIONS] -- PROGRAM [ARGS...]`.
     Exec(Box<ExecArgs>),
     /// Inspect the sandbox runtime.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The session (default: the most recent one).
+    pub session: Option<String>,
+    /// Undo only the changes made after this turn.
+    #[arg(long = "to", value_name = "TURN")]
+    pub to: Option<u64>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

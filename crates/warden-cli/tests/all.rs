@@ -7,3 +7,4 @@ mod policy;
 mod sandbox;
 mod support;
 mod trace;
+mod undo;

@@ -33,6 +33,44 @@ impl ReadLedger {
     pub fn get(&self, path: &Path) -> Option<ReadRecord> {
         self.records.lock().ok()?.get(path).cloned()
     }
+
+    /// Every record: path, digest, length.
+    pub fn all(&self) -> Vec<(PathBuf, String, u64)> {
+        self.records
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .map(|(p, rec)| (p.clone(), rec.sha256.clone(), rec.len))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The file changes made by tool calls and not yet handed to the trace.
+#[derive(Debug, Default)]
+pub struct ChangeLog {
+    changes: Mutex<Vec<warden_trace::FileChange>>,
+}
+
+impl ChangeLog {
+    pub fn push(&self, path: PathBuf, before: Option<Vec<u8>>, after: Option<Vec<u8>>) {
+        if let Ok(mut changes) = self.changes.lock() {
+            changes.push(warden_trace::FileChange {
+                path,
+                before,
+                after,
+            });
+        }
+    }
+
+    /// Everything logged since the last call.
+    pub fn take(&self) -> Vec<warden_trace::FileChange> {
+        self.changes
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
+    }
 }
 
 /// Everything a tool call may use.
@@ -44,6 +82,8 @@ pub struct ToolContext {
     /// Per-tool caps.
     pub caps: Tools,
     pub reads: ReadLedger,
+    /// Changes made, for checkpoints.
+    pub changes: ChangeLog,
     /// The settings the context was built from (the Bash tool builds its sandbox from them).
     pub settings: Settings,
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
@@ -78,6 +118,7 @@ impl ToolContext {
             paths: PathPolicy::new(&roots, &denied)?,
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
+            changes: ChangeLog::default(),
             settings: settings.clone(),
             sandbox_helper: None,
         })

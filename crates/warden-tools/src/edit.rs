@@ -118,6 +118,11 @@ impl Tool for EditFile {
         if !dry && output != text {
             replace(&target.real, output.as_bytes()).map_err(|e| io(&args.path, &e))?;
             remember(ctx, &target.real, output.as_bytes());
+            ctx.changes.push(
+                target.real.clone(),
+                Some(text.clone().into_bytes()),
+                Some(output.clone().into_bytes()),
+            );
         }
         Ok(json!({
             "path": target.display,

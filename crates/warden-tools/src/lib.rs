@@ -20,7 +20,7 @@ mod walk;
 mod write;
 
 pub use bash::{Bash, BashArgs};
-pub use context::{ReadLedger, ReadRecord, ToolContext};
+pub use context::{ChangeLog, ReadLedger, ReadRecord, ToolContext};
 pub use edit::{EditFile, EditFileArgs};
 pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};

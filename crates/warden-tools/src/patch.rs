@@ -432,6 +432,11 @@ fn commit(ctx: &ToolContext, changes: &[Change]) -> Result<(), ToolError> {
         if let Some(after) = &change.after {
             remember(ctx, &change.real, after.as_bytes());
         }
+        ctx.changes.push(
+            change.real.clone(),
+            change.before.clone(),
+            change.after.as_ref().map(|a| a.clone().into_bytes()),
+        );
     }
     Ok(())
 }

@@ -45,7 +45,20 @@ impl<'a> ToolRunner<'a> {
         session: SessionId,
     ) -> Result<Self, TraceError> {
         let seq = match trace {
-            Some(store) => store.next_seq(&session)?,
+            Some(store) => {
+                // Calls of one session share what it has read, whichever process runs them.
+                for (path, sha256, len) in store.reads(&session)? {
+                    ctx.reads.record(
+                        path,
+                        crate::ReadRecord {
+                            sha256,
+                            len,
+                            modified: None,
+                        },
+                    );
+                }
+                store.next_seq(&session)?
+            }
             None => 1,
         };
         Ok(Self {
@@ -143,6 +156,15 @@ impl<'a> ToolRunner<'a> {
                 bytes_out: bytes_out as u64,
             };
             store.record(&event)?;
+            // This call is the turn: what it changed is kept for `warden undo`.
+            let changes = self.ctx.changes.take();
+            if !changes.is_empty() {
+                store.record_changes(&self.session, self.seq, &changes, &event.timestamp)?;
+            }
+            let reads = self.ctx.reads.all();
+            if !reads.is_empty() {
+                store.record_reads(&self.session, &reads)?;
+            }
             self.seq += 1;
         }
         Ok(result)

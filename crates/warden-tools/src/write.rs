@@ -76,6 +76,11 @@ impl Tool for WriteFile {
         }
         replace(&target.real, args.content.as_bytes()).map_err(|e| io(&args.path, &e))?;
         remember(ctx, &target.real, args.content.as_bytes());
+        ctx.changes.push(
+            target.real.clone(),
+            existing,
+            Some(args.content.into_bytes()),
+        );
         Ok(result)
     }
 }

@@ -49,6 +49,31 @@ const MIGRATIONS: &[&str] = &[
         bytes_out INTEGER NOT NULL,
         UNIQUE (session_id, seq)
     ) STRICT;",
+    // 2: checkpoints of file changes, for `warden undo`: what each change found and left,
+    // with contents kept once each by their SHA-256.
+    "CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY NOT NULL,
+        data BLOB NOT NULL
+    ) STRICT;
+    CREATE TABLE file_changes (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        turn INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        before_sha256 TEXT REFERENCES blobs (sha256),
+        after_sha256 TEXT REFERENCES blobs (sha256),
+        undone INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE INDEX file_changes_by_session ON file_changes (session_id, turn);",
+    // 3: what each session has read (or written), so calls of one session in separate
+    // processes share the read-before-write guard.
+    "CREATE TABLE file_reads (
+        session_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        len INTEGER NOT NULL,
+        PRIMARY KEY (session_id, path)
+    ) STRICT;",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -230,7 +255,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 3);
+        assert_eq!(tables, 6);
     }
 
     #[test]

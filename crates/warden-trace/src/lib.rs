@@ -7,12 +7,14 @@
 //! and moved forward on open.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod changes;
 mod db;
 mod error;
 mod redact;
 mod row;
 mod store;
 
+pub use changes::{FileChange, StoredChange, sha256_hex};
 pub use db::default_path;
 pub use error::TraceError;
 pub use redact::{redact, redact_value};

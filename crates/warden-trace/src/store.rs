@@ -229,6 +229,14 @@ impl TraceStore {
     fn sqlite(&self, source: rusqlite::Error) -> TraceError {
         TraceError::sqlite(&self.path, source)
     }
+
+    pub(crate) fn sqlite_error(&self, source: rusqlite::Error) -> TraceError {
+        self.sqlite(source)
+    }
+
+    pub(crate) fn conn(&self) -> &rusqlite::Connection {
+        &self.conn
+    }
 }
 
 /// Only UNIQUE (session, seq) can fail this way; a foreign key or CHECK failure is not a

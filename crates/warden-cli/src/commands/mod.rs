@@ -5,6 +5,7 @@ mod exec;
 mod policy;
 mod tool;
 mod trace;
+mod undo;
 
 use std::path::PathBuf;
 
@@ -23,6 +24,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Config(command) => config::run(dir, &command),
         Command::Policy(command) => policy::run(dir, command),
         Command::Exec(args) => exec::run(dir, &args),
+        Command::Undo(args) => undo::run(&args),
         Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
     }
 }

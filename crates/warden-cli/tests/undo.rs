@@ -1,0 +1,141 @@
+//! Checkpoints and `warden undo`.
+
+use crate::support::Project;
+
+const SESSION: &str = "01a22a89-1111-7000-8000-000000000001";
+
+fn tool(p: &Project, name: &str, args: &str) {
+    let run = p.run(&[
+        "tool",
+        name,
+        "--session",
+        SESSION,
+        "--on-ask",
+        "allow",
+        "--args",
+        args,
+    ]);
+    assert_eq!(run.code, 0, "{name} {args}: {} {}", run.stdout, run.stderr);
+}
+
+#[test]
+fn undo_puts_back_every_file_a_session_changed() {
+    let p = Project::new();
+    p.write("keep.txt", "original\n");
+    tool(
+        &p,
+        "editFile",
+        r#"{"path": "keep.txt", "oldString": "original", "newString": "edited"}"#,
+    );
+    tool(
+        &p,
+        "writeFile",
+        r#"{"path": "new/made.txt", "content": "made\n"}"#,
+    );
+    tool(
+        &p,
+        "editFile",
+        r#"{"path": "keep.txt", "oldString": "edited", "newString": "edited twice"}"#,
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("keep.txt")).unwrap(),
+        "edited twice\n"
+    );
+    // Undo after turn 1: the second edit and the new file go, the first edit stays.
+    let run = p.run(&["undo", SESSION, "--to", "1", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("keep.txt")).unwrap(),
+        "edited\n"
+    );
+    assert!(!p.root().join("new/made.txt").exists());
+    // The rest, then nothing is left to undo.
+    assert_eq!(p.run(&["undo", SESSION]).code, 0);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("keep.txt")).unwrap(),
+        "original\n"
+    );
+    assert_eq!(p.run(&["undo", SESSION]).code, 2);
+    // Undo is in the trace.
+    let show = p.run(&["trace", "show", SESSION, "--json"]);
+    assert!(
+        show.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["tool"] == "undo")
+    );
+}
+
+#[test]
+fn undo_refuses_where_the_user_changed_a_file_after_the_agent() {
+    let p = Project::new();
+    p.write("a.txt", "a\n");
+    p.write("b.txt", "b\n");
+    tool(
+        &p,
+        "editFile",
+        r#"{"path": "a.txt", "oldString": "a", "newString": "A"}"#,
+    );
+    tool(
+        &p,
+        "editFile",
+        r#"{"path": "b.txt", "oldString": "b", "newString": "B"}"#,
+    );
+    std::fs::write(p.root().join("b.txt"), "the user's b\n").unwrap();
+    let run = p.run(&["undo", SESSION]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("b.txt"), "{}", run.stderr);
+    assert!(!run.stderr.contains("a.txt"), "{}", run.stderr);
+    // Nothing was restored: all or nothing.
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("a.txt")).unwrap(),
+        "A\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("b.txt")).unwrap(),
+        "the user's b\n"
+    );
+}
+
+#[test]
+fn calls_of_one_session_share_the_read_before_write_guard() {
+    let p = Project::new();
+    p.write("cfg.toml", "a = 1\n");
+    let overwrite = r#"{"path": "cfg.toml", "content": "a = 2\n"}"#;
+    let run = p.run(&[
+        "tool",
+        "writeFile",
+        "--session",
+        SESSION,
+        "--on-ask",
+        "allow",
+        "--args",
+        overwrite,
+    ]);
+    assert_eq!(run.json()["error"]["kind"], "not_read_first");
+    tool(&p, "readFile", r#"{"path": "cfg.toml"}"#);
+    // The user edits the file between the read and the write, in another process.
+    std::fs::write(p.root().join("cfg.toml"), "a = 9\n").unwrap();
+    let run = p.run(&[
+        "tool",
+        "writeFile",
+        "--session",
+        SESSION,
+        "--on-ask",
+        "allow",
+        "--args",
+        overwrite,
+    ]);
+    assert_eq!(run.json()["error"]["kind"], "changed_since_read");
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("cfg.toml")).unwrap(),
+        "a = 9\n"
+    );
+    tool(&p, "readFile", r#"{"path": "cfg.toml"}"#);
+    tool(&p, "writeFile", overwrite);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("cfg.toml")).unwrap(),
+        "a = 2\n"
+    );
+}
