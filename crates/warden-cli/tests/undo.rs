@@ -139,3 +139,73 @@ fn calls_of_one_session_share_the_read_before_write_guard() {
         "a = 2\n"
     );
 }
+
+/// Runs `warden tool NAME` inside a private mount namespace prepared by `setup` (a tiny tmpfs:
+/// a full disk; a read-only bind), then prints `check`: the failure is real even for root.
+fn in_namespace(
+    p: &Project,
+    setup: &str,
+    name: &str,
+    args: &str,
+    check: &str,
+) -> crate::support::Run {
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let script = format!(
+        "{setup} && {warden} tool {name} --on-ask allow --args '{args}'; echo; echo CHECK; cat {check}"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .current_dir(p.root())
+        .env("HOME", &p.home)
+        .env("WARDEN_HOME", p.home.join("warden"))
+        .output()
+        .unwrap();
+    crate::support::finish(&out)
+}
+
+#[test]
+fn a_full_disk_or_a_read_only_file_system_leaves_the_file_intact() {
+    let p = Project::new();
+    if std::process::Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "mount namespaces are required here"
+        );
+        return;
+    }
+    std::fs::create_dir_all(p.root().join("full")).unwrap();
+    let dir = p.root().join("full").display().to_string();
+    // A 16 KiB tmpfs holding a file; the edit would make it far larger.
+    let big = "x".repeat(64 * 1024);
+    let setup = format!("mount -t tmpfs -o size=16k tmpfs {dir} && printf 'kept\\n' > {dir}/f.txt");
+    let args = format!(r#"{{"path": "full/f.txt", "oldString": "kept", "newString": "{big}"}}"#);
+    let run = in_namespace(&p, &setup, "editFile", &args, &format!("{dir}/f.txt"));
+    let (result, check) = run.stdout.split_once("CHECK\n").unwrap();
+    assert!(result.contains(r#""kind":"io""#), "{result}");
+    assert!(result.contains("unchanged"), "{result}");
+    assert_eq!(check, "kept\n");
+    // A read-only bind: the write fails and the original stays.
+    p.write("ro/f.txt", "original\n");
+    let ro = p.root().join("ro").display().to_string();
+    let setup = format!("mount --bind {ro} {ro} && mount -o remount,bind,ro {ro}");
+    let run = in_namespace(
+        &p,
+        &setup,
+        "editFile",
+        r#"{"path": "ro/f.txt", "oldString": "original", "newString": "changed"}"#,
+        &format!("{ro}/f.txt"),
+    );
+    assert!(
+        run.stdout.contains("Read-only file system"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("ro/f.txt")).unwrap(),
+        "original\n"
+    );
+}

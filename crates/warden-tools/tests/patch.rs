@@ -206,3 +206,82 @@ fn errors_name_the_file_and_hunk() {
     );
     assert!(err.message.contains("a.txt: hunk 1"), "{}", err.message);
 }
+
+mod properties {
+    use proptest::prelude::*;
+    use similar::{ChangeTag, TextDiff};
+    use warden_protocol::ToolErrorKind;
+    use warden_tools::{FileOp, apply_hunks, parse_patch};
+
+    /// A patch in the envelope, made from a line diff of `old` to `new` with one line of context.
+    fn patch_for(old: &str, new: &str) -> String {
+        let diff = TextDiff::from_lines(old, new);
+        let mut out = String::from("*** Begin Patch\n*** Update File: f.txt\n");
+        for group in diff.grouped_ops(1) {
+            out.push_str("@@\n");
+            for op in &group {
+                for change in diff.iter_changes(op) {
+                    let tag = match change.tag() {
+                        ChangeTag::Equal => ' ',
+                        ChangeTag::Delete => '-',
+                        ChangeTag::Insert => '+',
+                    };
+                    out.push(tag);
+                    out.push_str(change.value().trim_end_matches('\n'));
+                    out.push('\n');
+                }
+            }
+        }
+        out.push_str("*** End Patch\n");
+        out
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(&["a", "b", "c", "fn x() {", "}", "    let y = 1;", ""][..]),
+            1..12,
+        )
+        .prop_map(|lines| {
+            lines.iter().fold(String::new(), |mut text, l| {
+                text.push_str(l);
+                text.push('\n');
+                text
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A patch made from a diff reproduces the target, or is refused as ambiguous: never
+        /// another text.
+        #[test]
+        fn a_patch_from_a_diff_reproduces_the_target_or_is_refused(old in text(), new in text()) {
+            prop_assume!(old != new);
+            let ops = parse_patch(&patch_for(&old, &new)).unwrap();
+            let FileOp::Update { hunks, .. } = &ops[0] else { panic!("an update") };
+            match apply_hunks(&old, hunks, "f.txt") {
+                Ok(result) => prop_assert_eq!(result, new),
+                Err(err) => prop_assert!(matches!(err.kind, ToolErrorKind::MultipleMatches | ToolErrorKind::NoMatch), "{:?}", err),
+            }
+        }
+
+        /// A patch whose last file fails leaves every file byte-identical.
+        #[test]
+        fn a_failed_multi_file_patch_changes_nothing(a in text(), b in text(), c in text()) {
+            let ws = crate::support::Workspace::new();
+            ws.write("a.txt", &a);
+            ws.write("b.txt", &b);
+            let patch = format!(
+                "*** Begin Patch\n*** Add File: new.txt\n+n\n*** Update File: a.txt\n@@\n-{}\n+changed\n*** Delete File: b.txt\n*** Update File: c.txt\n@@\n-{}\n+x\n*** End Patch\n",
+                a.lines().next().unwrap_or_default(),
+                c.lines().next().unwrap_or_default(),
+            );
+            let result = ws.call("apply_patch", serde_json::json!({"patch": patch}));
+            prop_assert!(result.is_err());
+            prop_assert_eq!(std::fs::read_to_string(ws.root().join("a.txt")).unwrap(), a);
+            prop_assert_eq!(std::fs::read_to_string(ws.root().join("b.txt")).unwrap(), b);
+            prop_assert!(!ws.root().join("new.txt").exists());
+        }
+    }
+}
