@@ -38,10 +38,93 @@ fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--exec-only") {
         return exec_startup(runs);
     }
+    if std::env::args().any(|a| a == "--files-only") {
+        return file_tools(runs);
+    }
     large_tree_grep(&tree, runs)?;
     glob_100k(&scratch.join("tree-100k"), runs)?;
     project_end_to_end(&scratch.join("project-500"), runs)?;
-    exec_startup(runs)
+    exec_startup(runs)?;
+    file_tools(runs)
+}
+
+/// editFile on a 10 MB file, `apply_patch` with 100 hunks over 20 files (in-process, against
+/// writing the same bytes directly), and `warden undo` of 100 files (whole process).
+fn file_tools(runs: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().canonicalize()?;
+    std::fs::create_dir_all(root.join(".git"))?;
+    let settings = Settings::defaults(root.clone());
+    let registry = Registry::builtin()?;
+    println!("file-changing tools (median of {runs}):");
+
+    let mut big = String::with_capacity(10_500_000);
+    for i in 0..200_000 {
+        let _ = writeln!(big, "line {i:>7}: some ordinary source text here");
+    }
+    let path = root.join("big.txt");
+    let mut flip = false;
+    let (edit, _) = time(runs, || {
+        std::fs::write(&path, &big)?;
+        flip = !flip;
+        let new = if flip { "LINE 100000" } else { "line 100000" };
+        let args = json!({"path": "big.txt", "oldString": "line  100000:", "newString": format!("{new}:")});
+        // A fresh session each time: the bench rewrites the file between edits.
+        let ctx = ToolContext::from_settings(&settings)?;
+        Ok(registry.call(&ctx, "editFile", args)?)
+    })?;
+    let (raw, ()) = time(runs, || {
+        std::fs::write(&path, &big)?;
+        let text = std::fs::read_to_string(&path)?;
+        std::fs::write(
+            root.join("big.tmp"),
+            text.replacen("line  100000:", "LINE 100000:", 1),
+        )?;
+        Ok(std::fs::rename(root.join("big.tmp"), &path)?)
+    })?;
+    report(
+        &format!("  editFile, {:.1} MB file", big.len() as f64 / 1e6),
+        edit,
+        "read+replace+write",
+        raw,
+    );
+
+    let file = |n: usize| -> String { (0..100).map(|l| format!("file {n} line {l}\n")).collect() };
+    let mut patch = String::from("*** Begin Patch\n");
+    for n in 0..20 {
+        let _ = writeln!(patch, "*** Update File: p/f{n}.txt");
+        for h in 0..5 {
+            let l = h * 20 + 10;
+            let _ = write!(
+                patch,
+                "@@\n file {n} line {}\n-file {n} line {l}\n+FILE {n} LINE {l}\n",
+                l - 1
+            );
+        }
+    }
+    patch.push_str("*** End Patch\n");
+    let seed = || -> Result<()> {
+        std::fs::create_dir_all(root.join("p"))?;
+        for n in 0..20 {
+            std::fs::write(root.join(format!("p/f{n}.txt")), file(n))?;
+        }
+        Ok(())
+    };
+    let (patching, _) = time(runs, || {
+        seed()?;
+        let ctx = ToolContext::from_settings(&settings)?;
+        let t = Instant::now();
+        registry.call(&ctx, "apply_patch", json!({"patch": patch}))?;
+        Ok(t.elapsed())
+    })?;
+    let (seeding, ()) = time(runs, seed)?;
+    report(
+        "  apply_patch, 100 hunks over 20 files (incl. re-seeding)",
+        patching,
+        "re-seeding the 20 files",
+        seeding,
+    );
+    Ok(())
 }
 
 /// `warden exec -- /bin/true` against bare `/bin/true` and bubblewrap (when installed) with the

@@ -101,18 +101,20 @@ impl Tool for EditFile {
                 .with_field("/"));
             }
         };
+        // The cap is on what the model writes, not on the size of the file it edits.
         let max = ctx.caps.write.max_bytes;
-        let output = form.restore(&edited);
-        if output.len() > max {
+        let written = args
+            .new_string
+            .as_ref()
+            .or(args.new_text.as_ref())
+            .map_or(0, String::len);
+        if written > max {
             return Err(ToolError::new(
                 ToolErrorKind::TooLarge,
-                format!(
-                    "{}: the result would be {} bytes, over {max}",
-                    args.path,
-                    output.len()
-                ),
+                format!("{}: {written} bytes of new text, over {max}", args.path),
             ));
         }
+        let output = form.restore(&edited);
         let diff = Diff::new(&target.display, &body, &edited);
         let dry = args.dry_run.unwrap_or(false);
         if !dry && output != text {

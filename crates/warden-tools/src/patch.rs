@@ -375,14 +375,18 @@ impl Tool for ApplyPatch {
                 }
             }
         }
+        // The cap is on what the patch adds, not on the size of the files it edits.
         let max = ctx.caps.write.max_bytes;
-        if let Some(big) = changes
-            .iter()
-            .find(|c| c.after.as_ref().is_some_and(|a| a.len() > max))
-        {
+        let added: usize = args
+            .patch
+            .lines()
+            .filter(|l| l.starts_with('+'))
+            .map(str::len)
+            .sum();
+        if added > max {
             return Err(ToolError::new(
                 ToolErrorKind::TooLarge,
-                format!("{}: the result would be over {max} bytes", big.display),
+                format!("the patch adds {added} bytes, over {max}"),
             ));
         }
         commit(ctx, &changes)?;

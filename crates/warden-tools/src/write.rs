@@ -1,7 +1,6 @@
 //! `writeFile`, and what the file-changing tools share: where they may write, the guard against
 //! overwriting what the session has not seen, atomic replacement, and diffs.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Component, Path, PathBuf};
@@ -10,7 +9,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use similar::{ChangeTag, TextDiff};
 use warden_protocol::{ToolError, ToolErrorKind};
 
 use crate::context::ReadRecord;
@@ -216,54 +214,70 @@ pub(crate) fn io(raw: &str, err: &std::io::Error) -> ToolError {
 }
 
 /// A unified diff with its summary and the changed line ranges of the new text.
+///
+/// Made from the common prefix and suffix of the two texts (a memory comparison, however large
+/// the file), so an edit costs what it changes: the middle is shown as removed and added lines,
+/// with three lines of context either side.
 pub(crate) struct Diff {
     pub(crate) text: String,
     pub(crate) summary: String,
     pub(crate) ranges: Vec<String>,
 }
 
+const CONTEXT: usize = 3;
+
 impl Diff {
     pub(crate) fn new(path: &str, old: &str, new: &str) -> Self {
-        let diff = TextDiff::from_lines(old, new);
-        let text = diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
-            .to_string();
-        let (mut added, mut removed) = (0usize, 0usize);
-        let mut ranges = Vec::new();
-        for group in diff.grouped_ops(0) {
-            let mut first: Option<usize> = None;
-            let mut last = 0;
-            for op in &group {
-                for change in diff.iter_changes(op) {
-                    match change.tag() {
-                        ChangeTag::Insert => {
-                            added += 1;
-                            let line = change.new_index().unwrap_or(0) + 1;
-                            first.get_or_insert(line);
-                            last = line;
-                        }
-                        ChangeTag::Delete => {
-                            removed += 1;
-                            let line = op.new_range().start + 1;
-                            first.get_or_insert(line);
-                            last = last.max(line.saturating_sub(1)).max(first.unwrap_or(line));
-                        }
-                        ChangeTag::Equal => {}
-                    }
+        let a: Vec<&str> = old.split_inclusive('\n').collect();
+        let b: Vec<&str> = new.split_inclusive('\n').collect();
+        let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let limit = a.len().min(b.len()) - prefix;
+        let suffix = a
+            .iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take(limit)
+            .take_while(|(x, y)| x == y)
+            .count();
+        let (removed, added) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+        let summary = format!("+{} -{} lines", added.len(), removed.len());
+        if removed.is_empty() && added.is_empty() {
+            return Self {
+                text: String::new(),
+                summary,
+                ranges: Vec::new(),
+            };
+        }
+        let start = prefix.saturating_sub(CONTEXT);
+        let before = &a[start..prefix];
+        let after_end = (a.len() - suffix + CONTEXT).min(a.len());
+        let after = &a[a.len() - suffix..after_end];
+        let old_count = before.len() + removed.len() + after.len();
+        let new_count = before.len() + added.len() + after.len();
+        let line = |n: usize, count: usize| if count == 0 { n } else { n + 1 };
+        let mut text = format!(
+            "--- a/{path}\n+++ b/{path}\n@@ -{},{old_count} +{},{new_count} @@\n",
+            line(start, old_count),
+            line(start, new_count)
+        );
+        let mut push = |tag: char, lines: &[&str]| {
+            for l in lines {
+                text.push(tag);
+                text.push_str(l);
+                if !l.ends_with('\n') {
+                    text.push_str("\n\\ No newline at end of file\n");
                 }
             }
-            if let Some(first) = first {
-                ranges.push(if last > first {
-                    format!("{first}-{last}")
-                } else {
-                    format!("{first}")
-                });
-            }
-        }
-        let mut summary = String::new();
-        let _ = write!(summary, "+{added} -{removed} lines");
+        };
+        push(' ', before);
+        push('-', removed);
+        push('+', added);
+        push(' ', after);
+        let ranges = if added.len() <= 1 {
+            vec![format!("{}", prefix + 1)]
+        } else {
+            vec![format!("{}-{}", prefix + 1, prefix + added.len())]
+        };
         Self {
             text,
             summary,
