@@ -62,10 +62,10 @@ fn file_tools(runs: usize) -> Result<()> {
     for i in 0..200_000 {
         let _ = writeln!(big, "line {i:>7}: some ordinary source text here");
     }
-    let path = root.join("big.txt");
+    let big_file = root.join("big.txt");
     let mut flip = false;
     let (edit, _) = time(runs, || {
-        std::fs::write(&path, &big)?;
+        std::fs::write(&big_file, &big)?;
         flip = !flip;
         let new = if flip { "LINE 100000" } else { "line 100000" };
         let args = json!({"path": "big.txt", "oldString": "line  100000:", "newString": format!("{new}:")});
@@ -74,22 +74,28 @@ fn file_tools(runs: usize) -> Result<()> {
         Ok(registry.call(&ctx, "editFile", args)?)
     })?;
     let (raw, ()) = time(runs, || {
-        std::fs::write(&path, &big)?;
-        let text = std::fs::read_to_string(&path)?;
+        std::fs::write(&big_file, &big)?;
+        let text = std::fs::read_to_string(&big_file)?;
         std::fs::write(
             root.join("big.tmp"),
             text.replacen("line  100000:", "LINE 100000:", 1),
         )?;
-        Ok(std::fs::rename(root.join("big.tmp"), &path)?)
+        Ok(std::fs::rename(root.join("big.tmp"), &big_file)?)
     })?;
     report(
-        &format!("  editFile, {:.1} MB file", big.len() as f64 / 1e6),
+        &format!("  editFile, {:.1} MB file", big.len() / 100_000 / 10),
         edit,
         "read+replace+write",
         raw,
     );
 
-    let file = |n: usize| -> String { (0..100).map(|l| format!("file {n} line {l}\n")).collect() };
+    let file = |n: usize| -> String {
+        let mut text = String::new();
+        for l in 0..100 {
+            let _ = writeln!(text, "file {n} line {l}");
+        }
+        text
+    };
     let mut patch = String::from("*** Begin Patch\n");
     for n in 0..20 {
         let _ = writeln!(patch, "*** Update File: p/f{n}.txt");

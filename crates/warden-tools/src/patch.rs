@@ -303,78 +303,7 @@ impl Tool for ApplyPatch {
 
     fn run(&self, ctx: &ToolContext, args: ApplyPatchArgs) -> Result<Value, ToolError> {
         let ops = parse(&args.patch)?;
-        let mut changes: Vec<Change> = Vec::new();
-        for op in &ops {
-            match op {
-                FileOp::Add { path, content } => {
-                    let t = target(ctx, path)?;
-                    if t.real.exists() {
-                        return Err(ToolError::new(
-                            ToolErrorKind::InvalidArguments,
-                            format!("{path}: Add File, but it exists"),
-                        )
-                        .with_field("/patch"));
-                    }
-                    changes.push(Change {
-                        real: t.real,
-                        display: t.display,
-                        before: None,
-                        after: Some(content.clone()),
-                    });
-                }
-                FileOp::Delete { path } => {
-                    let t = target(ctx, path)?;
-                    let before = std::fs::read(&t.real).map_err(|e| io(path, &e))?;
-                    require_unchanged(ctx, &t.real, path, &before, false)?;
-                    changes.push(Change {
-                        real: t.real,
-                        display: t.display,
-                        before: Some(before),
-                        after: None,
-                    });
-                }
-                FileOp::Update {
-                    path,
-                    move_to,
-                    hunks,
-                } => {
-                    let t = target(ctx, path)?;
-                    let before = std::fs::read(&t.real).map_err(|e| io(path, &e))?;
-                    require_unchanged(ctx, &t.real, path, &before, false)?;
-                    let text = String::from_utf8(before.clone()).map_err(|_| {
-                        ToolError::new(ToolErrorKind::BinaryFile, format!("{path}: not UTF-8 text"))
-                    })?;
-                    let crlf = text.contains("\r\n");
-                    let mut after = apply_hunks(&text.replace("\r\n", "\n"), hunks, path)?;
-                    if crlf {
-                        after = after.replace('\n', "\r\n");
-                    }
-                    match move_to {
-                        Some(dest) => {
-                            let d = target(ctx, dest)?;
-                            changes.push(Change {
-                                real: t.real,
-                                display: t.display,
-                                before: Some(before),
-                                after: None,
-                            });
-                            changes.push(Change {
-                                real: d.real,
-                                display: d.display,
-                                before: None,
-                                after: Some(after),
-                            });
-                        }
-                        None => changes.push(Change {
-                            real: t.real,
-                            display: t.display,
-                            before: Some(before),
-                            after: Some(after),
-                        }),
-                    }
-                }
-            }
-        }
+        let changes = plan(ctx, &ops)?;
         // The cap is on what the patch adds, not on the size of the files it edits.
         let max = ctx.caps.write.max_bytes;
         let added: usize = args
@@ -405,6 +334,83 @@ impl Tool for ApplyPatch {
             .collect();
         Ok(json!({ "applied": true, "files": files }))
     }
+}
+
+/// What every operation of a patch will do, worked out before anything is written.
+fn plan(ctx: &ToolContext, ops: &[FileOp]) -> Result<Vec<Change>, ToolError> {
+    let mut changes: Vec<Change> = Vec::new();
+    for op in ops {
+        match op {
+            FileOp::Add { path, content } => {
+                let t = target(ctx, path)?;
+                if t.real.exists() {
+                    return Err(ToolError::new(
+                        ToolErrorKind::InvalidArguments,
+                        format!("{path}: Add File, but it exists"),
+                    )
+                    .with_field("/patch"));
+                }
+                changes.push(Change {
+                    real: t.real,
+                    display: t.display,
+                    before: None,
+                    after: Some(content.clone()),
+                });
+            }
+            FileOp::Delete { path } => {
+                let t = target(ctx, path)?;
+                let before = std::fs::read(&t.real).map_err(|e| io(path, &e))?;
+                require_unchanged(ctx, &t.real, path, &before, false)?;
+                changes.push(Change {
+                    real: t.real,
+                    display: t.display,
+                    before: Some(before),
+                    after: None,
+                });
+            }
+            FileOp::Update {
+                path,
+                move_to,
+                hunks,
+            } => {
+                let t = target(ctx, path)?;
+                let before = std::fs::read(&t.real).map_err(|e| io(path, &e))?;
+                require_unchanged(ctx, &t.real, path, &before, false)?;
+                let text = String::from_utf8(before.clone()).map_err(|_| {
+                    ToolError::new(ToolErrorKind::BinaryFile, format!("{path}: not UTF-8 text"))
+                })?;
+                let crlf = text.contains("\r\n");
+                let mut after = apply_hunks(&text.replace("\r\n", "\n"), hunks, path)?;
+                if crlf {
+                    after = after.replace('\n', "\r\n");
+                }
+                match move_to {
+                    Some(dest) => {
+                        let d = target(ctx, dest)?;
+                        changes.push(Change {
+                            real: t.real,
+                            display: t.display,
+                            before: Some(before),
+                            after: None,
+                        });
+                        changes.push(Change {
+                            real: d.real,
+                            display: d.display,
+                            before: None,
+                            after: Some(after),
+                        });
+                    }
+                    None => changes.push(Change {
+                        real: t.real,
+                        display: t.display,
+                        before: Some(before),
+                        after: Some(after),
+                    }),
+                }
+            }
+        }
+    }
+    Ok(changes)
 }
 
 /// Makes every change, or — when one fails — puts back the ones already made.
