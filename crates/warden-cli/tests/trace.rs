@@ -194,4 +194,9 @@ fn file_changes_run_through_the_policy_and_the_trace_keeps_sizes_not_content() {
         export.stdout
     );
     assert!(export.stdout.contains("<14 bytes>"), "{}", export.stdout);
+    // The event says where and how much changed.
+    let event: Value = serde_json::from_str(export.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(event["summary"]["path"], "notes.md");
+    assert_eq!(event["summary"]["changedRanges"], serde_json::json!(["1"]));
+    assert_eq!(event["summary"]["diffSummary"], "+1 -1 lines");
 }

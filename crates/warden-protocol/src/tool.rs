@@ -140,4 +140,8 @@ pub struct ToolEvent {
     pub timestamp: String,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// What the call did, briefly, where the tool says (a file change's path, changed ranges and
+    /// diff stats). Never file contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Value>,
 }

@@ -11,8 +11,8 @@ use warden_protocol::{ToolError, ToolErrorKind};
 use crate::write::{Diff, io, remember, replace, require_unchanged, target};
 use crate::{Tool, ToolContext};
 
-/// Arguments of `editFile`: either `oldString` + `newString`, or `startLine` + `endLine` +
-/// `newText`.
+/// Arguments of `editFile`: `oldString` + `newString`, or `startLine` + `endLine` + `newText`,
+/// or a unified `diff`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditFileArgs {
@@ -32,6 +32,8 @@ pub struct EditFileArgs {
     pub end_line: Option<u64>,
     /// The lines that replace the range.
     pub new_text: Option<String>,
+    /// A unified diff of this file (`@@` hunks), instead of oldString or a line range.
+    pub diff: Option<String>,
     /// Return the diff without writing. Default false.
     pub dry_run: Option<bool>,
 }
@@ -44,7 +46,8 @@ impl Tool for EditFile {
     type Args = EditFileArgs;
     const NAME: &'static str = "editFile";
     const DESCRIPTION: &'static str = "Change part of a file: replace oldString (which must occur exactly once, unless \
-        replaceAll) with newString, or replace lines startLine..endLine with newText. dryRun previews the diff. \
+        replaceAll) with newString, replace lines startLine..endLine with newText, or apply a unified diff. dryRun \
+        previews the diff. \
         Refused if the file changed since you read it. Returns the changed line ranges and a unified diff.";
     const READ_ONLY: bool = false;
 
@@ -70,7 +73,11 @@ impl Tool for EditFile {
         let form = Form::of(&text);
         let body = form.normalise(&text);
         let edited = match (&args.old_string, &args.start_line) {
-            (Some(old), None) => {
+            (None, None) if args.diff.is_some() => {
+                let hunks = crate::patch::parse_unified(args.diff.as_deref().unwrap_or_default())?;
+                crate::patch::apply_hunks(&body, &hunks, &args.path)?
+            }
+            (Some(old), None) if args.diff.is_none() => {
                 let new = args
                     .new_string
                     .as_deref()
@@ -83,7 +90,7 @@ impl Tool for EditFile {
                     &args.path,
                 )?
             }
-            (None, Some(start)) => {
+            (None, Some(start)) if args.diff.is_none() => {
                 let end = args
                     .end_line
                     .ok_or_else(|| missing("/endLine", "the last line of the range"))?;
@@ -96,7 +103,7 @@ impl Tool for EditFile {
             _ => {
                 return Err(ToolError::new(
                     ToolErrorKind::InvalidArguments,
-                    "give either oldString and newString, or startLine, endLine and newText",
+                    "give one of: oldString and newString; startLine, endLine and newText; or diff",
                 )
                 .with_field("/"));
             }

@@ -160,6 +160,59 @@ pub fn parse(patch: &str) -> Result<Vec<FileOp>, ToolError> {
     Ok(ops)
 }
 
+/// The hunks of a unified diff of one file (`---`/`+++` headers optional, `@@ -a,b +c,d @@`).
+pub(crate) fn parse_unified(diff: &str) -> Result<Vec<Hunk>, ToolError> {
+    let text = diff.replace("\r\n", "\n");
+    let mut hunks: Vec<Hunk> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("--- ")
+            || line.starts_with("+++ ")
+            || line.starts_with("diff ")
+            || line.starts_with("index ")
+        {
+            continue;
+        }
+        if line.starts_with("@@") {
+            hunks.push(Hunk::default());
+            continue;
+        }
+        let Some(hunk) = hunks.last_mut() else {
+            return Err(
+                bad(format!("the diff has a line before its first @@: {line:?}"))
+                    .with_field("/diff"),
+            );
+        };
+        if line.starts_with('\\') {
+            // "\ No newline at end of file": the final-newline state is the file's own.
+            continue;
+        }
+        if let Some(kept) = line.strip_prefix(' ') {
+            hunk.old.push(kept.to_owned());
+            hunk.new.push(kept.to_owned());
+            hunk.tags.push(' ');
+        } else if let Some(removed) = line.strip_prefix('-') {
+            hunk.old.push(removed.to_owned());
+            hunk.tags.push('-');
+        } else if let Some(added) = line.strip_prefix('+') {
+            hunk.new.push(added.to_owned());
+            hunk.tags.push('+');
+        } else if line.is_empty() {
+            hunk.old.push(String::new());
+            hunk.new.push(String::new());
+            hunk.tags.push(' ');
+        } else {
+            return Err(bad(format!(
+                "a diff line must start with ' ', '-' or '+': {line:?}"
+            ))
+            .with_field("/diff"));
+        }
+    }
+    if hunks.is_empty() {
+        return Err(bad("the diff has no @@ hunk".to_owned()).with_field("/diff"));
+    }
+    Ok(hunks)
+}
+
 /// The paths a patch writes or deletes, for the policy.
 pub(crate) fn paths(patch: &str) -> Vec<String> {
     parse(patch)

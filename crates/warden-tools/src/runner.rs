@@ -6,7 +6,7 @@ use serde_json::Value;
 use warden_policy::{Action, Engine};
 use warden_protocol::{
     Decision, DecisionKind, PolicyLayer, SessionId, ToolError, ToolErrorKind, ToolEvent, ToolName,
-    ToolResult, ToolStatus,
+    ToolResult, ToolStatus, WorkingSet,
 };
 use warden_trace::{TraceError, TraceStore};
 
@@ -32,6 +32,7 @@ pub struct ToolRunner<'a> {
     session: SessionId,
     sandbox_profile: String,
     seq: u64,
+    working_set: WorkingSet,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -70,6 +71,7 @@ impl<'a> ToolRunner<'a> {
             session,
             sandbox_profile: "none".to_owned(),
             seq,
+            working_set: WorkingSet::default(),
         })
     }
 
@@ -89,6 +91,32 @@ impl<'a> ToolRunner<'a> {
 
     pub fn session(&self) -> &SessionId {
         &self.session
+    }
+
+    /// What this runner's calls actually read and changed (SPEC S1).
+    pub fn working_set(&self) -> &WorkingSet {
+        &self.working_set
+    }
+
+    fn note(&mut self, name: &str, output: &Value) {
+        let path = |v: &Value| v.get("path").and_then(Value::as_str).map(str::to_owned);
+        match name {
+            "readFile" => self.working_set.files_read.extend(path(output)),
+            "writeFile" | "editFile" if output.get("applied") != Some(&Value::Bool(false)) => {
+                self.working_set.files_edited.extend(path(output));
+            }
+            "apply_patch" => {
+                let files = output
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                self.working_set
+                    .files_edited
+                    .extend(files.iter().filter_map(path));
+            }
+            _ => {}
+        }
     }
 
     /// Validates, decides, runs and records one call. The tool's own failure and a refusal are
@@ -139,6 +167,9 @@ impl<'a> ToolRunner<'a> {
             }
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Some(output) = &result.output {
+            self.note(name, output);
+        }
         if let Some(store) = self.trace {
             let bytes_out = result.output.as_ref().map_or(0, |o| o.to_string().len());
             let event = ToolEvent {
@@ -154,6 +185,7 @@ impl<'a> ToolRunner<'a> {
                 duration_ms,
                 timestamp: warden_trace::now_rfc3339(),
                 bytes_out: bytes_out as u64,
+                summary: result.output.as_ref().and_then(|o| summary(name, o)),
             };
             store.record(&event)?;
             // This call is the turn: what it changed is kept for `warden undo`.
@@ -204,6 +236,25 @@ impl<'a> ToolRunner<'a> {
         }
         decision
     }
+}
+
+/// What the trace keeps of a result: where and how much, never contents.
+fn summary(name: &str, output: &Value) -> Option<Value> {
+    let keys: &[&str] = match name {
+        "readFile" => &["path", "range", "truncated"],
+        "glob" | "grep" => &["totalMatches", "truncated"],
+        "bash" => &["exitCode", "durationMs", "truncated", "timedOut"],
+        "writeFile" => &["path", "created", "bytesWritten", "diffSummary"],
+        "editFile" => &["path", "applied", "changedRanges", "diffSummary"],
+        "apply_patch" => &["files"],
+        _ => return None,
+    };
+    let object = output.as_object()?;
+    let kept: serde_json::Map<String, Value> = keys
+        .iter()
+        .filter_map(|k| object.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .collect();
+    Some(Value::Object(kept))
 }
 
 /// The arguments as the trace keeps them: file contents are replaced by their size, so the

@@ -216,3 +216,61 @@ fn edits_keep_crlf_bom_and_refuse_stale_reads() {
         ToolErrorKind::NotFound
     );
 }
+
+#[test]
+fn edit_applies_a_unified_diff() {
+    let ws = Workspace::new();
+    let path = ws.write("app.py", "def main():\n    print('hi')\n    return 0\n");
+    let diff = "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n def main():\n-    print('hi')\n+    print('hello')\n     return 0\n";
+    let out = ws
+        .call("editFile", json!({"path": "app.py", "diff": diff}))
+        .unwrap();
+    assert_eq!(out["changedRanges"], json!(["2"]));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "def main():\n    print('hello')\n    return 0\n"
+    );
+    // A diff whose context is gone is refused, and the file stays.
+    let err = ws.err("editFile", json!({"path": "app.py", "diff": diff}));
+    assert_eq!(err.kind, ToolErrorKind::NoMatch);
+    let err = ws.err(
+        "editFile",
+        json!({"path": "app.py", "diff": "no hunks here"}),
+    );
+    assert_eq!(err.field.as_deref(), Some("/diff"));
+    let err = ws.err(
+        "editFile",
+        json!({"path": "app.py", "diff": diff, "oldString": "x", "newString": "y"}),
+    );
+    assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+}
+
+#[test]
+fn the_working_set_follows_what_the_tools_did() {
+    let mut ws = Workspace::new();
+    ws.settings.permissions.mode = warden_config::PermissionMode::AcceptEdits;
+    ws.write("a.txt", "a\n");
+    ws.write("b.txt", "b\n");
+    let ctx = ws.ctx();
+    let registry = warden_tools::Registry::builtin().unwrap();
+    let policy = warden_policy::Engine::with_home(&ws.settings, &ws.root()).unwrap();
+    let session = warden_protocol::SessionId::new();
+    let mut runner =
+        warden_tools::ToolRunner::new(&registry, &ctx, &policy, None, session).unwrap();
+    runner.run("readFile", json!({"path": "a.txt"})).unwrap();
+    runner
+        .run(
+            "editFile",
+            json!({"path": "b.txt", "oldString": "b", "newString": "B"}),
+        )
+        .unwrap();
+    runner
+        .run(
+            "editFile",
+            json!({"path": "a.txt", "oldString": "a", "newString": "A", "dryRun": true}),
+        )
+        .unwrap();
+    let set = runner.working_set();
+    assert_eq!(set.files_read.iter().collect::<Vec<_>>(), ["a.txt"]);
+    assert_eq!(set.files_edited.iter().collect::<Vec<_>>(), ["b.txt"]);
+}

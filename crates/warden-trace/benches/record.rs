@@ -33,6 +33,7 @@ fn events(session: &SessionId) -> Result<Vec<ToolEvent>, Box<dyn Error>> {
             timestamp: timestamp.clone(),
             bytes_in: 90,
             bytes_out: 4_000,
+            summary: None,
         })
         .collect())
 }

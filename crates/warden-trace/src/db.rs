@@ -74,6 +74,8 @@ const MIGRATIONS: &[&str] = &[
         len INTEGER NOT NULL,
         PRIMARY KEY (session_id, path)
     ) STRICT;",
+    // 4: a brief summary of what a call did (changed ranges, diff stats), as JSON.
+    "ALTER TABLE tool_events ADD COLUMN summary TEXT;",
 ];
 
 /// The schema version this code writes: the number of migrations.

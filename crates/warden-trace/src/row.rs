@@ -46,7 +46,7 @@ pub(crate) fn risk_str(risk: RiskLevel) -> &'static str {
 /// The columns [`event_from_row`] reads, in order.
 pub(crate) const EVENT_COLUMNS: &str = "id, session_id, seq, tool, arguments, decision, risk, \
      layer, rule, reason, sandbox_profile, status, error, duration_ms, timestamp, bytes_in, \
-     bytes_out";
+     bytes_out, summary";
 
 /// One stored row, read with [`EVENT_COLUMNS`], as it came out of `SQLite`.
 pub(crate) struct RawEvent {
@@ -67,6 +67,7 @@ pub(crate) struct RawEvent {
     timestamp: String,
     bytes_in: i64,
     bytes_out: i64,
+    summary: Option<String>,
 }
 
 impl RawEvent {
@@ -89,6 +90,7 @@ impl RawEvent {
             timestamp: row.get(14)?,
             bytes_in: row.get(15)?,
             bytes_out: row.get(16)?,
+            summary: row.get(17)?,
         })
     }
 
@@ -130,6 +132,10 @@ impl RawEvent {
             timestamp: self.timestamp,
             bytes_in: count("bytes_in", self.bytes_in)?,
             bytes_out: count("bytes_out", self.bytes_out)?,
+            summary: self
+                .summary
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
         })
     }
 }

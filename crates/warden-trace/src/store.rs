@@ -45,8 +45,8 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, started_at, started_ms) 
 
 const INSERT_EVENT: &str = "INSERT INTO tool_events (session_id, seq, tool, arguments, decision, \
      risk, layer, rule, reason, sandbox_profile, status, error, duration_ms, timestamp, ts_ms, \
-     bytes_in, bytes_out) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+     bytes_in, bytes_out, summary) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 const SESSIONS: &str = "SELECT s.id, count(*), \
        (SELECT timestamp FROM tool_events f WHERE f.session_id = s.id ORDER BY seq LIMIT 1), \
@@ -125,6 +125,7 @@ impl TraceStore {
         let arguments = redact_value(&event.arguments).to_string();
         let error = event.error.as_deref().map(redact);
         let reason = redact(&event.decision.reason);
+        let summary = event.summary.as_ref().map(|s| redact_value(s).to_string());
         let session = event.session_id.as_str();
 
         tx.prepare_cached(INSERT_SESSION)
@@ -151,6 +152,7 @@ impl TraceStore {
                     ts_ms,
                     bytes_in,
                     bytes_out,
+                    summary,
                 ])
             })
             .map_err(|source| {

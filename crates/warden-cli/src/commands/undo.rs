@@ -126,6 +126,7 @@ fn record(
         timestamp: warden_trace::now_rfc3339(),
         bytes_in: 0,
         bytes_out: 0,
+        summary: Some(json!({"files": files})),
     };
     store.record(&event).map_err(CliError::failure)
 }

@@ -28,6 +28,9 @@ pub(crate) fn event(session: &SessionId, seq: u64) -> ToolEvent {
         timestamp: format!("2025-03-01T10:00:{:02}.{:03}Z", seq % 60, seq % 1000),
         bytes_in: 40 + seq,
         bytes_out: 1000 + seq,
+        summary: seq
+            .is_multiple_of(2)
+            .then(|| json!({"path": format!("src/file{seq}.rs"), "changedRanges": ["3-4"]})),
     }
 }
 
