@@ -201,18 +201,8 @@ impl Backend for Bwrap {
             child.stderr.take().map(|s| reader(s, limit)),
         ];
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
-        let timed_out = match sys::pidfd_open(pid) {
-            Ok(pidfd) => {
-                let done = sys::poll_readable(pidfd, plan.limits.timeout_ms).unwrap_or(true);
-                sys::close(pidfd);
-                !done
-            }
-            Err(_) => false,
-        };
-        if timed_out {
-            // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
-            sys::kill(pid, libc::SIGKILL);
-        }
+        // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
+        let timed_out = sys::wait_or_kill(pid, plan.limits.timeout_ms);
         let status = child
             .wait()
             .map_err(|e| SandboxError::Setup(format!("waiting for bwrap: {e}")))?;

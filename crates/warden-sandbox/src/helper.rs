@@ -133,18 +133,8 @@ fn wait(plan: &Plan, child: libc::pid_t, error_read: OwnedFd) -> Status {
         layers: layers(plan),
         ..Status::default()
     };
-    let timed_out = match sys::pidfd_open(child) {
-        Ok(pidfd) => {
-            let done = sys::poll_readable(pidfd, plan.limits.timeout_ms).unwrap_or(true);
-            sys::close(pidfd);
-            !done
-        }
-        Err(_) => false,
-    };
-    if timed_out {
-        // PID 1 of the namespace: killing it kills every process in it.
-        sys::kill(child, libc::SIGKILL);
-    }
+    // PID 1 of the namespace: killing it at the timeout kills every process in it.
+    let timed_out = sys::wait_or_kill(child, plan.limits.timeout_ms);
     let raw = sys::waitpid(child).unwrap_or(0);
     let mut message = String::new();
     let _ = fs::File::from(error_read).read_to_string(&mut message);

@@ -454,3 +454,45 @@ pub(crate) fn place_fds(pairs: &[(libc::c_int, libc::c_int)]) -> io::Result<()> 
     }
     Ok(())
 }
+
+/// Whether the child `pid` has exited, without reaping it.
+fn exited(pid: libc::pid_t) -> bool {
+    // SAFETY: siginfo_t is plain data; waitid fills it. WNOWAIT leaves the child to be reaped.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let ret = libc::waitid(
+            libc::P_PID,
+            libc::id_t::try_from(pid).unwrap_or(0),
+            &raw mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        ret == 0 && info.si_pid() != 0
+    }
+}
+
+/// Waits for the child `pid` to exit for up to `timeout_ms` (forever when `None`) and kills it
+/// with SIGKILL when the time is up; true if it was killed. The child is left to be reaped.
+pub(crate) fn wait_or_kill(pid: libc::pid_t, timeout_ms: Option<u64>) -> bool {
+    let done = if let Ok(pidfd) = pidfd_open(pid) {
+        let done = poll_readable(pidfd, timeout_ms).unwrap_or(false);
+        close(pidfd);
+        done
+    } else {
+        // Without pidfd (old kernels), poll the child's state: the limit holds either way.
+        let started = std::time::Instant::now();
+        loop {
+            if exited(pid) {
+                break true;
+            }
+            if timeout_ms.is_some_and(|t| started.elapsed() >= std::time::Duration::from_millis(t))
+            {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    if !done {
+        kill(pid, libc::SIGKILL);
+    }
+    !done
+}
