@@ -54,6 +54,25 @@ pub struct Hunk {
     pub at_end: bool,
 }
 
+impl Hunk {
+    /// Adds one ` `, `-` or `+` line (an empty line is an empty kept line); false for any other.
+    fn push(&mut self, line: &str) -> bool {
+        let (tag, text) = match line.chars().next() {
+            None => (' ', ""),
+            Some(c @ (' ' | '-' | '+')) => (c, &line[1..]),
+            Some(_) => return false,
+        };
+        if tag != '+' {
+            self.old.push(text.to_owned());
+        }
+        if tag != '-' {
+            self.new.push(text.to_owned());
+        }
+        self.tags.push(tag);
+        true
+    }
+}
+
 fn bad(message: String) -> ToolError {
     ToolError::new(ToolErrorKind::InvalidArguments, message).with_field("/patch")
 }
@@ -122,21 +141,7 @@ pub fn parse(patch: &str) -> Result<Vec<FileOp>, ToolError> {
                     .unwrap_or_else(|| unreachable!("a hunk was just pushed"));
                 if next.trim() == "*** End of File" {
                     hunk.at_end = true;
-                } else if let Some(kept) = next.strip_prefix(' ') {
-                    hunk.old.push(kept.to_owned());
-                    hunk.new.push(kept.to_owned());
-                    hunk.tags.push(' ');
-                } else if let Some(removed) = next.strip_prefix('-') {
-                    hunk.old.push(removed.to_owned());
-                    hunk.tags.push('-');
-                } else if let Some(added) = next.strip_prefix('+') {
-                    hunk.new.push(added.to_owned());
-                    hunk.tags.push('+');
-                } else if next.is_empty() {
-                    hunk.old.push(String::new());
-                    hunk.new.push(String::new());
-                    hunk.tags.push(' ');
-                } else {
+                } else if !hunk.push(next) {
                     return Err(bad(format!(
                         "{path}: a hunk line must start with ' ', '-' or '+': {next:?}"
                     )));
@@ -186,21 +191,7 @@ pub(crate) fn parse_unified(diff: &str) -> Result<Vec<Hunk>, ToolError> {
             // "\ No newline at end of file": the final-newline state is the file's own.
             continue;
         }
-        if let Some(kept) = line.strip_prefix(' ') {
-            hunk.old.push(kept.to_owned());
-            hunk.new.push(kept.to_owned());
-            hunk.tags.push(' ');
-        } else if let Some(removed) = line.strip_prefix('-') {
-            hunk.old.push(removed.to_owned());
-            hunk.tags.push('-');
-        } else if let Some(added) = line.strip_prefix('+') {
-            hunk.new.push(added.to_owned());
-            hunk.tags.push('+');
-        } else if line.is_empty() {
-            hunk.old.push(String::new());
-            hunk.new.push(String::new());
-            hunk.tags.push(' ');
-        } else {
+        if !hunk.push(line) {
             return Err(bad(format!(
                 "a diff line must start with ' ', '-' or '+': {line:?}"
             ))
