@@ -421,3 +421,66 @@ fn the_bwrap_backend_holds_the_same_boundaries() {
         .is_empty()
     );
 }
+
+#[test]
+fn proc_root_links_ptrace_and_abstract_sockets_lead_nowhere() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    // /proc/PID/root: outside, the host's root; inside, the sandbox's own (PID 1 is the command).
+    let probe = p.home.join("Private/probe.txt");
+    std::fs::create_dir_all(probe.parent().unwrap()).unwrap();
+    std::fs::write(&probe, "PROC-ROOT-PROBE\n").unwrap();
+    let via_self = format!("cat /proc/self/root{}", probe.display());
+    assert!(
+        sh(&p, &via_self).stdout.contains("PROC-ROOT-PROBE"),
+        "the probe must work unsandboxed"
+    );
+    for via in [
+        via_self.clone(),
+        format!("cat /proc/1/root{}", probe.display()),
+    ] {
+        let run = exec(&p, &[], &via);
+        assert_ne!(run.code, 0, "{via}");
+        assert!(!run.stdout.contains("PROC-ROOT-PROBE"), "{via}");
+    }
+
+    // ptrace of a sibling process.
+    let trace = "sleep 30 & python3 -c \"import ctypes, sys, time; libc = ctypes.CDLL(None, use_errno=True); \
+                 pid = int(sys.argv[1]); r = libc.ptrace(16, pid, 0, 0); time.sleep(0.1); \
+                 r == 0 and libc.ptrace(17, pid, 0, 0); print('attach', r); sys.exit(0 if r == 0 else 1)\" $!; \
+                 s=$?; kill -9 $! 2>/dev/null; exit $s";
+    let outside = sh(&p, trace);
+    assert_eq!(
+        outside.code, 0,
+        "the probe must work unsandboxed: {}",
+        outside.stderr
+    );
+    let run = exec(&p, &[], trace);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+
+    // A host abstract unix socket.
+    let name = format!("warden-test-{}", std::process::id());
+    let server = std::process::Command::new("python3")
+        .args(["-c", &format!(
+            "import socket, time; s = socket.socket(socket.AF_UNIX); s.bind('\\0{name}'); s.listen(); time.sleep(20)"
+        )])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}')\""
+    );
+    let outside = sh(&p, &connect);
+    let inside = exec(&p, &[], &connect);
+    let mut server = server;
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        outside.code, 0,
+        "the probe must work unsandboxed: {}",
+        outside.stderr
+    );
+    assert_ne!(inside.code, 0, "{}", inside.stdout);
+}
