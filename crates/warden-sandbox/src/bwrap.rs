@@ -260,19 +260,11 @@ fn rlimits(limits: &crate::plan::Limits) -> std::io::Result<()> {
 
 /// The layers a bwrap run has: no Landlock, descriptors as bwrap leaves them.
 fn layers(plan: &Plan, group: &crate::cgroup::Cgroup) -> Vec<String> {
-    let mut layers: Vec<String> = [
-        "user-namespace",
-        "mount-namespace",
-        "pid-namespace",
-        "ipc-namespace",
-        "uts-namespace",
-        "capabilities-dropped",
-        "no-new-privs",
-        "seccomp",
-        "clean-environment",
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let mut layers: Vec<String> = crate::helper::LAYERS
+        .iter()
+        .filter(|layer| **layer != "closed-descriptors")
+        .map(|layer| (*layer).to_owned())
+        .collect();
     if !plan.network {
         layers.push("network-namespace".to_owned());
     }
