@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::backend::Backend;
 use crate::plan::{Mount, Plan};
-use crate::spawn::{Outcome, Output, SandboxError, limits_group, reader};
+use crate::spawn::{Outcome, Output, Readers, SandboxError, limits_group};
 use crate::{seccomp, sys};
 
 /// Runs plans with `bwrap`.
@@ -192,14 +192,7 @@ impl Backend for Bwrap {
         })?;
         drop(status_write);
         drop(fds);
-        let limit = plan
-            .limits
-            .output_bytes
-            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
-        let readers = [
-            child.stdout.take().map(|s| reader(s, limit)),
-            child.stderr.take().map(|s| reader(s, limit)),
-        ];
+        let readers = Readers::start(&mut child, plan.limits.output_bytes);
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
         let timed_out = sys::wait_or_kill(pid, plan.limits.timeout_ms);
@@ -209,7 +202,7 @@ impl Backend for Bwrap {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut text = String::new();
         let _ = std::fs::File::from(status_read).read_to_string(&mut text);
-        let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
+        let [stdout, stderr] = readers.join();
         // The last report is bwrap's: it writes the exit code after the command and everything
         // it started are gone (the status descriptor stays visible inside, so an earlier line
         // may be the command's own).

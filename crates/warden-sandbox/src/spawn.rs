@@ -104,19 +104,12 @@ impl Sandbox {
             source,
         })?;
         drop(status_write);
-        let limit = plan
-            .limits
-            .output_bytes
-            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
-        let readers = [
-            child.stdout.take().map(|s| reader(s, limit)),
-            child.stderr.take().map(|s| reader(s, limit)),
-        ];
+        let readers = Readers::start(&mut child, plan.limits.output_bytes);
         let mut status_text = String::new();
         let _ = std::fs::File::from(status_read).read_to_string(&mut status_text);
         let _ = child.wait();
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
+        let [stdout, stderr] = readers.join();
         let status: Status = serde_json::from_str(status_text.trim()).map_err(|_| {
             SandboxError::Setup("the sandbox helper ended without a status".to_owned())
         })?;
@@ -139,12 +132,33 @@ impl Sandbox {
     }
 }
 
+/// The threads reading a child's captured stdout and stderr.
+pub(crate) struct Readers([Option<Reading>; 2]);
+
+/// A thread reading one stream: the bytes kept, and whether more came than were kept.
+type Reading = std::thread::JoinHandle<(Vec<u8>, bool)>;
+
+impl Readers {
+    /// Starts reading whichever of `child`'s stdout and stderr are piped, keeping at most
+    /// `output_bytes` of each.
+    pub(crate) fn start(child: &mut std::process::Child, output_bytes: Option<u64>) -> Self {
+        let limit = output_bytes.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
+        Self([
+            child.stdout.take().map(|s| reader(s, limit)),
+            child.stderr.take().map(|s| reader(s, limit)),
+        ])
+    }
+
+    /// What each stream gave, and whether it was cut at the limit; empty for a stream not piped.
+    pub(crate) fn join(self) -> [(Vec<u8>, bool); 2] {
+        self.0
+            .map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default())
+    }
+}
+
 /// Reads a stream to its end on a thread, keeping at most `limit` bytes: memory stays bounded
 /// under a flood, and the writer never blocks on a full pipe.
-pub(crate) fn reader(
-    mut stream: impl Read + Send + 'static,
-    limit: usize,
-) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+fn reader(mut stream: impl Read + Send + 'static, limit: usize) -> Reading {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut truncated = false;
