@@ -65,11 +65,7 @@ pub fn main() -> ExitCode {
     let mut args = std::env::args_os();
     // The sandbox helper: warden re-executed, single-threaded, before anything else happens.
     if args.nth(1).is_some_and(|a| a == warden_sandbox::HELPER_ARG) {
-        let plan = args
-            .next()
-            .and_then(|p| p.into_string().ok())
-            .unwrap_or_default();
-        warden_sandbox::helper_main(&plan);
+        warden_sandbox::helper_main();
     }
     run_from(std::env::args_os()).into()
 }

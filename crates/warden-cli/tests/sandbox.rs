@@ -484,3 +484,140 @@ fn proc_root_links_ptrace_and_abstract_sockets_lead_nowhere() {
     );
     assert_ne!(inside.code, 0, "{}", inside.stdout);
 }
+
+#[test]
+fn denied_paths_that_do_not_exist_stay_uncreatable() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    let settings = p.root().join("extra.toml");
+    std::fs::write(
+        &settings,
+        "[sandbox.filesystem]\ndeny_read = [\"private/notes\"]\ndeny_write = [\"build/release\"]\n",
+    )
+    .unwrap();
+    let flags = ["--settings", settings.to_str().unwrap()];
+    let script = "echo x > .envrc; mkdir -p .vscode && echo y > .vscode/tasks.json; \
+                  mkdir -p .git/hooks && echo z > .git/hooks/pre-commit; \
+                  mkdir -p private/notes && echo n > private/notes/n; \
+                  mkdir -p build/release && echo r > build/release/r";
+    let made = [
+        ".envrc",
+        ".vscode/tasks.json",
+        ".git/hooks/pre-commit",
+        "private/notes/n",
+        "build/release/r",
+    ];
+    let probe = sh(&p, script);
+    assert_eq!(probe.code, 0, "{}", probe.stderr);
+    for path in made {
+        assert!(
+            p.root().join(path).exists(),
+            "the probe must work unsandboxed: {path}"
+        );
+    }
+    let clean = "rm -rf .envrc .vscode .git private build";
+    assert_eq!(sh(&p, clean).code, 0);
+    for backend in ["native", "bwrap"] {
+        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
+            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
+            continue;
+        }
+        let mut with = flags.to_vec();
+        with.extend(["--backend", backend]);
+        // Nor by moving something into place, or removing the placeholder first.
+        let script = format!(
+            "{script}; echo w > w; mv w .envrc; rmdir .envrc; echo q > .envrc; \
+             rm -rf .git; \
+             echo ok > ordinary.txt; mkdir -p build/debug && echo d > build/debug/d"
+        );
+        let run = exec(&p, &with, &script);
+        assert_eq!(run.json()["exitCode"], 0, "{backend}: {}", run.stdout);
+        for path in made {
+            assert!(
+                !p.root().join(path).exists(),
+                "{backend}: {path} was created"
+            );
+        }
+        // The rest of the workspace, and the parents of what is denied, stay writable.
+        assert!(p.root().join("ordinary.txt").exists(), "{backend}");
+        assert!(p.root().join("build/debug/d").exists(), "{backend}");
+        // The placeholders are gone afterwards: nothing of them is left in the workspace.
+        for path in [
+            ".envrc",
+            ".vscode",
+            ".git",
+            "private/notes",
+            "build/release",
+        ] {
+            assert!(
+                !p.root().join(path).exists(),
+                "{backend}: {path} left behind"
+            );
+        }
+        assert_eq!(sh(&p, "rm -rf ordinary.txt build private w").code, 0);
+    }
+}
+
+#[test]
+fn hard_links_to_files_outside_the_workspace_lead_nowhere() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    let outside = p.tmp().join("outside-secret.txt");
+    std::fs::write(&outside, "LINKED-SECRET\n").unwrap();
+    std::fs::hard_link(&outside, p.root().join("linked.txt")).unwrap();
+    p.write("own.txt", "own\n");
+    std::fs::hard_link(p.root().join("own.txt"), p.root().join("own-again.txt")).unwrap();
+    let probe = sh(&p, "cat linked.txt && echo changed >> linked.txt");
+    assert!(
+        probe.stdout.contains("LINKED-SECRET"),
+        "the probe must work unsandboxed"
+    );
+    std::fs::write(&outside, "LINKED-SECRET\n").unwrap();
+    for backend in ["native", "bwrap"] {
+        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
+            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
+            continue;
+        }
+        let run = exec(
+            &p,
+            &["--backend", backend],
+            "cat linked.txt; echo changed >> linked.txt; cat own-again.txt",
+        );
+        assert!(
+            !run.stdout.contains("LINKED-SECRET"),
+            "{backend}: {}",
+            run.stdout
+        );
+        // Links whose every name is in the workspace work as before.
+        assert!(
+            run.json()["stdout"].as_str().unwrap().contains("own"),
+            "{backend}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "LINKED-SECRET\n",
+            "{backend}: the outside file was written"
+        );
+    }
+}
+
+#[test]
+fn a_protected_path_that_is_a_symlink_is_refused() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    p.write("env.sh", "export A=1\n");
+    std::os::unix::fs::symlink("env.sh", p.root().join(".envrc")).unwrap();
+    let run = exec(&p, &[], "echo evil > .envrc");
+    assert_eq!(run.code, 126, "{}", run.stdout);
+    assert!(run.stderr.contains(".envrc"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("env.sh")).unwrap(),
+        "export A=1\n"
+    );
+}

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::backend::Backend;
+use crate::placeholder::Placeholders;
 use crate::plan::{Mount, Plan};
 use crate::spawn::{Outcome, Output, Readers, SandboxError, limits_group};
 use crate::{seccomp, sys};
@@ -152,6 +153,7 @@ impl Backend for Bwrap {
 
     fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
         let (group, procs) = limits_group(plan)?;
+        let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let filters =
             seccomp::filters().map_err(|e| SandboxError::Setup(format!("seccomp filter: {e}")))?;
         let fds = filters
@@ -223,6 +225,7 @@ impl Backend for Bwrap {
         };
         let layers = layers(plan, &group);
         drop(group);
+        drop(placeholders);
         Ok(Outcome {
             exit_code,
             signal: None,

@@ -1,7 +1,8 @@
 //! The helper: a fresh, single-threaded warden process that builds the sandbox and runs the
 //! command in it. It enters new user, mount, PID, IPC, UTS (and network) namespaces, forks the
 //! command as PID 1 of the new PID namespace, and waits for it — killing the whole namespace at
-//! the timeout. Its status goes to file descriptor 3 as one JSON line.
+//! the timeout. It reads its plan from file descriptor 4 and writes its status to descriptor 3,
+//! as one JSON line.
 
 use std::fs;
 use std::io::{Read as _, Write as _};
@@ -43,10 +44,14 @@ pub(crate) struct Status {
 }
 
 /// The helper's whole life. Never returns.
-pub fn main(plan_json: &str) -> ! {
+pub fn main() -> ! {
     // Take the status pipe first, before namespaces change what paths mean.
     let out = status_pipe();
-    let status = match serde_json::from_str::<Plan>(plan_json) {
+    let mut plan_json = String::new();
+    if sys::is_open(4) {
+        let _ = fs::File::from(sys::owned_fd(4)).read_to_string(&mut plan_json);
+    }
+    let status = match serde_json::from_str::<Plan>(&plan_json) {
         Ok(plan) => run(&plan),
         Err(err) => Status {
             exit_code: 126,

@@ -96,6 +96,7 @@ mod tests {
             }],
             network: true,
             limits: crate::plan::Limits::default(),
+            placeholders: Vec::new(),
         };
         let (a, o) = (allowed.path().to_path_buf(), other.path().to_path_buf());
         // Landlock binds the calling thread (and what it starts): test in a thread of its own.

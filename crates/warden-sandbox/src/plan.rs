@@ -1,6 +1,7 @@
 //! What a sandboxed command may see and do, as concrete mounts and limits. The caller builds a
 //! [`Request`] from its policy; [`Plan::new`] turns it into the mount plan every backend shares.
 
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,11 @@ pub struct Plan {
     pub mounts: Vec<Mount>,
     pub network: bool,
     pub limits: Limits,
+    /// Host directories made before the command runs, so that a denied path that does not exist
+    /// has a mount point (and stays uncreatable); removed afterwards when no other sandbox uses
+    /// them.
+    #[serde(default)]
+    pub placeholders: Vec<PathBuf>,
 }
 
 /// System directories every command may read.
@@ -121,8 +127,10 @@ impl Plan {
     /// The mount plan for `request`: system directories, toolchains and extra reads read-only;
     /// the workspace and extra writes read-write (unless the profile says otherwise); a private
     /// `/tmp`; denied paths masked; protected paths inside writable roots read-only.
+    ///
+    /// Fails, and nothing may run, when a protected path cannot be kept as the request says.
     #[allow(clippy::too_many_lines)]
-    pub fn new(request: &Request) -> Self {
+    pub fn new(request: &Request) -> Result<Self, String> {
         let mut mounts = Vec::new();
         let disk = request.limits.disk_mb.unwrap_or(1024);
         let existing = |p: &Path| p.exists();
@@ -180,23 +188,64 @@ impl Plan {
             size_mb: disk,
         });
         let mut ancestors: Vec<PathBuf> = Vec::new();
-        for path in request.deny_write.iter().filter(|p| existing(p)) {
+        let mut placeholders = Vec::new();
+        let denied = request.deny_write.iter().chain(&request.deny_read);
+        for path in denied {
+            let Some((root, source)) = writable_bind(path, &mounts) else {
+                continue;
+            };
+            let present = fs::symlink_metadata(path);
+            if present.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+                // A mount would land on the link's target, and the link itself could be
+                // replaced: there is no way to keep it as it is.
+                return Err(format!(
+                    "{} is protected but is a symbolic link, which the sandbox cannot keep \
+                     read-only; replace it with what it points to, or remove it",
+                    path.display()
+                ));
+            }
+            let protect = if present.is_ok() {
+                if !request.deny_write.contains(path) {
+                    continue;
+                }
+                path.clone()
+            } else {
+                // Not there yet: it must stay uncreatable. Below the nearest existing ancestor
+                // that is a directory, a placeholder directory becomes the mount point of an
+                // empty read-only file system; an ancestor that is a file (a worktree's `.git`)
+                // is itself kept read-only.
+                let mut nearest = path.as_path();
+                while fs::symlink_metadata(nearest).is_err() {
+                    nearest = nearest.parent().unwrap_or(Path::new("/"));
+                }
+                if fs::metadata(nearest).is_ok_and(|m| m.is_dir()) {
+                    placeholders.push(source.join(path.strip_prefix(&root).unwrap_or(path)));
+                    mounts.push(Mount::Tmpfs {
+                        target: path.clone(),
+                        writable: false,
+                        size_mb: 1,
+                    });
+                    path.clone()
+                } else {
+                    nearest.to_path_buf()
+                }
+            };
             // Each directory between the writable root and the protected path becomes a mount
             // point of its own, which cannot be renamed or removed (`mv .git x` fails).
-            if let Some(root) = writable_root(path, &mounts) {
-                let mut dir = path.parent();
-                while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
-                    if !ancestors.iter().any(|a| a == d) {
-                        ancestors.push(d.to_path_buf());
-                    }
-                    dir = d.parent();
+            let mut dir = protect.parent();
+            while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
+                if !ancestors.iter().any(|a| a == d) {
+                    ancestors.push(d.to_path_buf());
                 }
+                dir = d.parent();
             }
-            mounts.push(Mount::Bind {
-                source: path.clone(),
-                target: path.clone(),
-                writable: false,
-            });
+            if present.is_ok() || protect != *path {
+                mounts.push(Mount::Bind {
+                    source: protect.clone(),
+                    target: protect,
+                    writable: false,
+                });
+            }
         }
         for dir in ancestors {
             mounts.push(Mount::Bind {
@@ -220,8 +269,34 @@ impl Plan {
                 mounts.push(Mount::MaskFile { target: path });
             }
         }
+        // Files in the workspace and the writable roots with links elsewhere: reading or
+        // writing them would reach a file outside.
+        let roots: Vec<(PathBuf, PathBuf)> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind {
+                    source,
+                    target,
+                    writable,
+                } if *writable || source.starts_with(&request.workspace) => {
+                    Some((source.clone(), target.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let sources: Vec<PathBuf> = roots.iter().map(|(s, _)| s.clone()).collect();
+        for file in crate::links::leading_outside(&sources) {
+            let seen_as = roots
+                .iter()
+                .filter(|(s, _)| file.starts_with(s))
+                .max_by_key(|(s, _)| depth(s))
+                .map(|(s, t)| t.join(file.strip_prefix(s).unwrap_or(&file)));
+            if let Some(target) = seen_as {
+                mounts.push(Mount::MaskFile { target });
+            }
+        }
         mounts.sort_by_key(|m| depth(target(m)));
-        Self {
+        Ok(Self {
             program: request.program.clone(),
             args: request.args.clone(),
             cwd: request.workspace.clone(),
@@ -229,20 +304,24 @@ impl Plan {
             mounts,
             network: request.network && request.profile != Profile::FullIsolated,
             limits: request.limits.clone(),
-        }
+            placeholders,
+        })
     }
 }
 
-/// The writable bind that holds `path`, if one does.
-fn writable_root(path: &Path, mounts: &[Mount]) -> Option<PathBuf> {
-    mounts.iter().find_map(|m| match m {
-        Mount::Bind {
-            target,
-            writable: true,
-            ..
-        } if path.starts_with(target) => Some(target.clone()),
-        _ => None,
-    })
+/// The deepest writable bind that holds `path`, if one does: its target and its source.
+fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
+    mounts
+        .iter()
+        .filter_map(|m| match m {
+            Mount::Bind {
+                source,
+                target,
+                writable: true,
+            } if path.starts_with(target) => Some((target.clone(), source.clone())),
+            _ => None,
+        })
+        .max_by_key(|(target, _)| depth(target))
 }
 
 /// Whether `path` would be visible through one of the mounts made so far.
@@ -281,7 +360,7 @@ mod tests {
     #[test]
     fn system_dirs_are_read_only_and_the_workspace_writable() {
         let ws = tempfile::tempdir().unwrap();
-        let plan = Plan::new(&request(ws.path()));
+        let plan = Plan::new(&request(ws.path())).unwrap();
         assert!(plan.mounts.contains(&Mount::Bind {
             source: "/usr".into(),
             target: "/usr".into(),
@@ -305,7 +384,7 @@ mod tests {
         let mut req = request(ws.path());
         req.profile = Profile::ReadOnly;
         req.deny_read.push(ws.path().join("secret.txt"));
-        let plan = Plan::new(&req);
+        let plan = Plan::new(&req).unwrap();
         assert!(plan.mounts.contains(&Mount::Bind {
             source: ws.path().into(),
             target: ws.path().into(),

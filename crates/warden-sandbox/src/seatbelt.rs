@@ -160,6 +160,7 @@ mod tests {
             ],
             network,
             limits: Limits::default(),
+            placeholders: Vec::new(),
         }
     }
 

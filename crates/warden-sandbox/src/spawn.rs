@@ -1,7 +1,7 @@
 //! The parent side: starts the helper, passes it the plan, reads the command's output under the
 //! caps, and collects the helper's status.
 
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::cgroup::Cgroup;
 use crate::helper::Status;
+use crate::placeholder::Placeholders;
 use crate::plan::Plan;
 use crate::sys;
 
@@ -66,7 +67,7 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox that runs `helper HELPER_ARG PLAN` for each command.
+    /// A sandbox that runs `helper HELPER_ARG` for each command, handing it the plan on a pipe.
     pub fn new(helper: impl Into<PathBuf>) -> Self {
         Self {
             helper: helper.into(),
@@ -76,11 +77,14 @@ impl Sandbox {
     /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing.
     pub fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
         let (group, procs) = limits_group(plan)?;
+        let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let json = serde_json::to_string(plan).map_err(|e| SandboxError::Setup(e.to_string()))?;
         let (status_read, status_write) =
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
+        let (plan_read, plan_write) =
+            sys::pipe().map_err(|e| SandboxError::Setup(format!("plan pipe: {e}")))?;
         let mut command = Command::new(&self.helper);
-        command.arg(HELPER_ARG).arg(json).env_clear();
+        command.arg(HELPER_ARG).env_clear();
         match output {
             Output::Capture => command
                 .stdin(Stdio::null())
@@ -91,12 +95,12 @@ impl Sandbox {
                 .stdout(Stdio::inherit())
                 .stderr(Stdio::inherit()),
         };
-        let raw = status_write.as_raw_fd();
+        let raw = [status_write.as_raw_fd(), plan_read.as_raw_fd()];
         sys::before_exec(&mut command, move || {
             for file in &procs {
                 sys::join_cgroup(file)?;
             }
-            sys::dup2(raw, 3)
+            sys::place_fds(&[(raw[0], 3), (raw[1], 4)])
         });
         let started = Instant::now();
         let mut child = command.spawn().map_err(|source| SandboxError::Helper {
@@ -104,6 +108,9 @@ impl Sandbox {
             source,
         })?;
         drop(status_write);
+        drop(plan_read);
+        // The helper reads the plan first thing; if it died instead, the status says so.
+        let _ = std::fs::File::from(plan_write).write_all(json.as_bytes());
         let readers = Readers::start(&mut child, plan.limits.output_bytes);
         let mut status_text = String::new();
         let _ = std::fs::File::from(status_read).read_to_string(&mut status_text);
@@ -119,6 +126,7 @@ impl Sandbox {
         let mut layers = status.layers;
         layers.extend(group.holds.iter().map(|c| format!("cgroup-{c}")));
         drop(group);
+        drop(placeholders);
         Ok(Outcome {
             exit_code: status.exit_code,
             signal: status.signal,

@@ -57,17 +57,24 @@ impl Tool for Bash {
         if let (Some(asked), Some(limit)) = (args.timeout_seconds, request.limits.timeout_ms) {
             request.limits.timeout_ms = Some(asked.saturating_mul(1000).min(limit));
         }
-        let outcome = Sandbox::new(helper)
-            .run(&Plan::new(&request), Output::Capture)
-            .map_err(|err| match err {
-                SandboxError::Setup(why) => ToolError::new(
-                    ToolErrorKind::SandboxUnavailable,
-                    format!("the sandbox could not be established, nothing ran: {why}"),
-                ),
-                SandboxError::Helper { .. } => {
-                    ToolError::new(ToolErrorKind::SandboxUnavailable, err.to_string())
-                }
-            })?;
+        let plan = Plan::new(&request).map_err(|why| {
+            ToolError::new(
+                ToolErrorKind::SandboxUnavailable,
+                format!("the sandbox could not be established, nothing ran: {why}"),
+            )
+        })?;
+        let outcome =
+            Sandbox::new(helper)
+                .run(&plan, Output::Capture)
+                .map_err(|err| match err {
+                    SandboxError::Setup(why) => ToolError::new(
+                        ToolErrorKind::SandboxUnavailable,
+                        format!("the sandbox could not be established, nothing ran: {why}"),
+                    ),
+                    SandboxError::Helper { .. } => {
+                        ToolError::new(ToolErrorKind::SandboxUnavailable, err.to_string())
+                    }
+                })?;
         let (stdout, cut_out) = summary(&outcome.stdout);
         let (stderr, cut_err) = summary(&outcome.stderr);
         let mut result = json!({

@@ -47,7 +47,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     if args.no_sandbox || backend == "none" {
         return unsandboxed(&settings, &request, args);
     }
-    let plan = Plan::new(&request);
+    let plan = Plan::new(&request).map_err(|why| refused(&why))?;
     let helper = std::env::current_exe().map_err(|e| {
         refused(&format!(
             "cannot find the warden binary for the helper: {e}"
@@ -198,10 +198,11 @@ fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Resul
 
 /// `warden sandbox doctor`: runs a trivial command through the sandbox and reports each layer.
 pub(super) fn doctor() -> Result<Exit, CliError> {
-    let dir = std::env::temp_dir();
+    let dir = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| refused(&format!("{}: {e}", dir.display())))?;
     let request = Request {
         program: "true".to_owned(),
-        workspace: dir.canonicalize().unwrap_or(dir),
+        workspace: dir.canonicalize().unwrap_or_else(|_| dir.clone()),
         home: PathBuf::from("/nonexistent"),
         env: vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned())],
         limits: Limits {
@@ -212,7 +213,13 @@ pub(super) fn doctor() -> Result<Exit, CliError> {
         ..Request::default()
     };
     let helper = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
-    match Sandbox::new(helper).run(&Plan::new(&request), Output::Capture) {
+    let result = Plan::new(&request).and_then(|plan| {
+        Sandbox::new(helper)
+            .run(&plan, Output::Capture)
+            .map_err(|e| e.to_string())
+    });
+    let _ = std::fs::remove_dir(&dir);
+    match result {
         Ok(outcome) => {
             for layer in &outcome.layers {
                 println!("ok       {layer}");

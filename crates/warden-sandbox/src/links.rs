@@ -1,0 +1,102 @@
+//! Hard links that lead out of the sandbox's roots. A file in the workspace may share its inode
+//! with a file elsewhere (made by `ln`, `cp -al`, a package store); through the workspace's bind
+//! the command could read or write that other file. Every non-directory whose link count is
+//! higher than the number of its links found under the roots has a link outside, and is masked.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Per (device, inode): the link count, and the names found under the roots.
+type Seen = Mutex<HashMap<(u64, u64), (u64, Vec<PathBuf>)>>;
+
+/// The files under `roots` that share their inode with a file outside all of them.
+pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut outer: Vec<&PathBuf> = Vec::new();
+    let mut sorted: Vec<&PathBuf> = roots.iter().collect();
+    sorted.sort_by_key(|p| p.components().count());
+    for root in sorted {
+        if !outer.iter().any(|o| root.starts_with(o)) {
+            outer.push(root);
+        }
+    }
+    let seen: Seen = Mutex::new(HashMap::new());
+    for root in outer {
+        walk(root, &seen);
+    }
+    let seen = seen
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut found: Vec<PathBuf> = seen
+        .into_values()
+        .filter(|(nlink, paths)| u64::try_from(paths.len()).unwrap_or(u64::MAX) < *nlink)
+        .flat_map(|(_, paths)| paths)
+        .collect();
+    found.sort();
+    found
+}
+
+/// Records every multiply-linked non-directory under `root`, two threads at a time.
+fn walk(root: &Path, seen: &Seen) {
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .follow_links(false)
+        .threads(2)
+        .build_parallel();
+    walker.run(|| {
+        Box::new(|entry| {
+            let Ok(entry) = entry else {
+                return ignore::WalkState::Continue;
+            };
+            if entry
+                .file_type()
+                .is_some_and(|t| t.is_dir() || t.is_symlink())
+            {
+                return ignore::WalkState::Continue;
+            }
+            if let Ok(meta) = entry.metadata()
+                && meta.nlink() > 1
+            {
+                let mut seen = seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let slot = seen
+                    .entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| (meta.nlink(), Vec::new()));
+                slot.1.push(entry.into_path());
+            }
+            ignore::WalkState::Continue
+        })
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_inside_are_kept_and_links_outside_found() {
+        let base = tempfile::tempdir().unwrap();
+        let ws = base.path().join("ws");
+        let outside = base.path().join("outside");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(ws.join("a"), "a").unwrap();
+        std::fs::hard_link(ws.join("a"), ws.join("sub/a2")).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        std::fs::hard_link(outside.join("secret"), ws.join("sub/leak")).unwrap();
+        std::fs::write(ws.join("plain"), "p").unwrap();
+        assert_eq!(
+            leading_outside(std::slice::from_ref(&ws)),
+            vec![ws.join("sub/leak")]
+        );
+        // A second root holding the other link accounts for it.
+        assert!(leading_outside(&[ws.clone(), outside.clone()]).is_empty());
+        // A root inside another is walked once.
+        assert_eq!(
+            leading_outside(&[ws.join("sub"), ws.clone()]),
+            vec![ws.join("sub/leak")]
+        );
+    }
+}
