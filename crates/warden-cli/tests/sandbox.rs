@@ -621,3 +621,64 @@ fn a_protected_path_that_is_a_symlink_is_refused() {
         "export A=1\n"
     );
 }
+
+#[test]
+fn settings_add_home_toolchains_and_can_require_landlock() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    let tool = p.home.join(".sdkman/bin/tool");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(&tool, "SDK-TOOL\n").unwrap();
+    let script = format!("cat {}", tool.display());
+    assert!(
+        sh(&p, &script).stdout.contains("SDK-TOOL"),
+        "the probe must work unsandboxed"
+    );
+    // Hidden by default, like the rest of the home directory.
+    let run = exec(&p, &[], &script);
+    assert_ne!(run.code, 0);
+    let settings = p.root().join("extra.toml");
+    let with = ["--settings", settings.to_str().unwrap()];
+    std::fs::write(
+        &settings,
+        "[sandbox.filesystem]\nhome_toolchains = [\"~/.sdkman\"]\n",
+    )
+    .unwrap();
+    let run = exec(&p, &with, &format!("{script}; touch {}", tool.display()));
+    assert!(
+        run.json()["stdout"].as_str().unwrap().contains("SDK-TOOL"),
+        "{}",
+        run.stdout
+    );
+    assert_ne!(run.code, 0, "toolchain directories are read-only");
+    std::fs::write(
+        &settings,
+        "[sandbox.filesystem]\nhome_toolchains = [\"../outside\"]\n",
+    )
+    .unwrap();
+    let run = exec(&p, &with, "true");
+    assert_eq!(run.code, 125, "{}", run.stderr);
+    assert!(run.stderr.contains("home_toolchains"), "{}", run.stderr);
+
+    std::fs::write(&settings, "[sandbox]\nrequire_landlock = true\n").unwrap();
+    if p.run(&["sandbox", "doctor"])
+        .stdout
+        .contains("ok       landlock-abi-")
+    {
+        let run = exec(&p, &with, "echo in");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let layers = run.json()["sandbox"]["layers"].to_string();
+        assert!(layers.contains("landlock-abi-"), "{layers}");
+    }
+    // bubblewrap has no Landlock: with it required, nothing runs.
+    if Command::new("bwrap").arg("--version").output().is_ok() {
+        let mut flags = with.to_vec();
+        flags.extend(["--backend", "bwrap"]);
+        let run = exec(&p, &flags, "touch ran-anyway");
+        assert_eq!(run.code, 126, "{}", run.stderr);
+        assert!(run.stderr.contains("landlock"), "{}", run.stderr);
+        assert!(!p.root().join("ran-anyway").exists());
+    }
+}

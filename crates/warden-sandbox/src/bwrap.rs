@@ -152,6 +152,12 @@ impl Backend for Bwrap {
     }
 
     fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
+        if plan.require_landlock {
+            return Err(SandboxError::Setup(
+                "landlock is required ([sandbox] require_landlock) and the bwrap backend has none"
+                    .to_owned(),
+            ));
+        }
         let (group, procs) = limits_group(plan)?;
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let filters =

@@ -87,6 +87,20 @@ pub fn request_from_settings(
         .map(|s| workspace.join(s))
         .collect();
     deny_write.extend(from(&sandbox.filesystem.deny_write));
+    let mut home_allow: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect();
+    for entry in &sandbox.filesystem.home_toolchains {
+        let rel = Path::new(entry.strip_prefix("~/").unwrap_or(entry));
+        let plain = rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain || rel.as_os_str().is_empty() {
+            return Err(format!(
+                "sandbox.filesystem.home_toolchains: {entry:?} must be a directory below $HOME \
+                 (like \".sdkman\" or \"~/.sdkman\"), without `..`"
+            ));
+        }
+        home_allow.push(home.join(rel));
+    }
     let limits = &sandbox.limits;
     Ok(Request {
         program: program.to_owned(),
@@ -100,8 +114,9 @@ pub fn request_from_settings(
         mounts: Vec::new(),
         network: sandbox.network.mode == "on",
         env: environment(settings, env_names, &home),
-        home_allow: HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect(),
+        home_allow,
         home,
+        require_landlock: sandbox.require_landlock,
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),

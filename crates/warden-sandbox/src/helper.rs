@@ -208,7 +208,15 @@ fn child_main(plan: &Plan, filters: &[seccompiler::BpfProgram], error_fd: i32) -
             .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
         step("capabilities", sys::drop_capabilities())?;
         step("no_new_privs", sys::set_no_new_privs())?;
-        crate::landlock::restrict(plan)?;
+        let enforced = crate::landlock::restrict(plan)?;
+        if plan.require_landlock && !enforced {
+            return Err(
+                "landlock: required by [sandbox] require_landlock, but this kernel does \
+                        not enforce it (it needs Linux 5.13 or newer with landlock in the lsm= \
+                        boot parameter); nothing ran"
+                    .to_owned(),
+            );
+        }
         step("seccomp", seccomp::install(filters))?;
         let mut argv = vec![plan.program.clone()];
         argv.extend(plan.args.iter().cloned());

@@ -96,6 +96,7 @@ mod tests {
             }],
             network: true,
             limits: crate::plan::Limits::default(),
+            require_landlock: false,
             placeholders: Vec::new(),
         };
         let (a, o) = (allowed.path().to_path_buf(), other.path().to_path_buf());

@@ -68,6 +68,8 @@ pub struct Request {
     /// Directories under `home` made visible read-only (toolchains).
     pub home_allow: Vec<PathBuf>,
     pub limits: Limits,
+    /// Refuse to run where the kernel does not enforce Landlock.
+    pub require_landlock: bool,
 }
 
 /// How one mount is made.
@@ -101,6 +103,9 @@ pub struct Plan {
     pub mounts: Vec<Mount>,
     pub network: bool,
     pub limits: Limits,
+    /// Refuse to run where the kernel does not enforce Landlock.
+    #[serde(default)]
+    pub require_landlock: bool,
     /// Host directories made before the command runs, so that a denied path that does not exist
     /// has a mount point (and stays uncreatable); removed afterwards when no other sandbox uses
     /// them.
@@ -304,6 +309,7 @@ impl Plan {
             mounts,
             network: request.network && request.profile != Profile::FullIsolated,
             limits: request.limits.clone(),
+            require_landlock: request.require_landlock,
             placeholders,
         })
     }

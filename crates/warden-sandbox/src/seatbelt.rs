@@ -160,6 +160,7 @@ mod tests {
             ],
             network,
             limits: Limits::default(),
+            require_landlock: false,
             placeholders: Vec::new(),
         }
     }

@@ -96,6 +96,9 @@ pub struct RawSandbox {
     /// Refuse to run commands when sandboxing is enabled but no backend works, instead of
     /// running them unconfined. Default `true`.
     pub fail_if_unavailable: Option<bool>,
+    /// Refuse to run commands when the kernel has no Landlock. Landlock is used wherever the
+    /// kernel has it either way. Default `false`.
+    pub require_landlock: Option<bool>,
     /// Sandbox backend; `auto` picks the best one available on this system. Default `auto`.
     pub backend: Option<String>,
     /// Base sandbox profile, naming what commands may read and write. Default
@@ -114,6 +117,7 @@ pub struct RawSandbox {
 merge_struct!(RawSandbox {
     enabled,
     fail_if_unavailable,
+    require_landlock,
     backend,
     profile,
     filesystem,
@@ -134,6 +138,10 @@ pub struct RawSandboxFilesystem {
     pub allow_write: Option<Vec<String>>,
     /// Paths commands may never write, even if the profile allows them. Default empty.
     pub deny_write: Option<Vec<String>>,
+    /// Directories under `$HOME` commands may read, besides the built-in toolchain list
+    /// (`~/.cargo`, `~/.rustup`, `~/.npm`, `~/.nvm`, `~/.pyenv`, `~/.local/bin`, `~/.local/lib`,
+    /// …); relative to `$HOME`. Default empty.
+    pub home_toolchains: Option<Vec<String>>,
 }
 
 merge_struct!(RawSandboxFilesystem {
@@ -141,6 +149,7 @@ merge_struct!(RawSandboxFilesystem {
     deny_read,
     allow_write,
     deny_write,
+    home_toolchains,
 });
 
 /// `[sandbox.network]`: network access from inside the sandbox.

@@ -126,6 +126,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
     let RawSandbox {
         enabled,
         fail_if_unavailable,
+        require_landlock,
         backend,
         profile,
         filesystem,
@@ -139,6 +140,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
         deny_read,
         allow_write,
         deny_write,
+        home_toolchains,
     } = filesystem.unwrap_or_default();
     let RawSandboxNetwork {
         mode,
@@ -158,6 +160,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
     Sandbox {
         enabled: enabled.unwrap_or(d.enabled),
         fail_if_unavailable: fail_if_unavailable.unwrap_or(d.fail_if_unavailable),
+        require_landlock: require_landlock.unwrap_or(d.require_landlock),
         backend: backend.unwrap_or(d.backend),
         profile: profile.unwrap_or(d.profile),
         filesystem: SandboxFilesystem {
@@ -165,6 +168,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
             deny_read: list(deny_read),
             allow_write: list(allow_write),
             deny_write: list(deny_write),
+            home_toolchains: list(home_toolchains),
         },
         network: SandboxNetwork {
             mode: mode.unwrap_or(d.network.mode),

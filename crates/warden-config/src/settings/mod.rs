@@ -210,6 +210,8 @@ pub struct Sandbox {
     pub enabled: bool,
     /// Refuse to run commands when no sandbox backend works. Default `true`.
     pub fail_if_unavailable: bool,
+    /// Refuse to run commands without Landlock. Default `false`.
+    pub require_landlock: bool,
     /// Default `"auto"`.
     pub backend: String,
     /// Default `"workspace-write"`.
@@ -229,6 +231,7 @@ impl Default for Sandbox {
         Sandbox {
             enabled: true,
             fail_if_unavailable: true,
+            require_landlock: false,
             backend: "auto".to_owned(),
             profile: "workspace-write".to_owned(),
             filesystem: SandboxFilesystem::default(),
@@ -251,6 +254,8 @@ pub struct SandboxFilesystem {
     pub allow_write: Vec<String>,
     /// Paths never writable.
     pub deny_write: Vec<String>,
+    /// Extra readable directories under `$HOME`, relative to it.
+    pub home_toolchains: Vec<String>,
 }
 
 /// `[sandbox.network]`.
