@@ -682,3 +682,77 @@ fn settings_add_home_toolchains_and_can_require_landlock() {
         assert!(!p.root().join("ran-anyway").exists());
     }
 }
+
+/// Runs `argv` with a new pseudo-terminal as its controlling terminal and standard streams;
+/// returns what it wrote to the terminal and its exit code.
+fn on_a_terminal(p: &Project, argv: &[&str]) -> Run {
+    const HARNESS: &str = "import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b''
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+sys.exit(os.waitstatus_to_exitcode(status))
+";
+    finish(
+        &Command::new("python3")
+            .arg("-c")
+            .arg(HARNESS)
+            .args(argv)
+            .current_dir(p.root())
+            .env("HOME", &p.home)
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn tiocsti_cannot_push_input_into_the_terminal() {
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    let probe = "import fcntl, termios\n\
+                 try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x')\n    print('INJECTED')\n\
+                 except OSError as e:\n    print('REFUSED', e.errno)\n";
+    let outside = on_a_terminal(&p, &["python3", "-c", probe]);
+    assert!(
+        outside.stdout.contains("INJECTED"),
+        "the probe must work unsandboxed: {}",
+        outside.stdout
+    );
+    let warden = env!("CARGO_BIN_EXE_warden");
+    for backend in ["native", "bwrap"] {
+        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
+            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
+            continue;
+        }
+        let inside = on_a_terminal(
+            &p,
+            &[
+                warden,
+                "exec",
+                "--backend",
+                backend,
+                "--",
+                "/usr/bin/python3",
+                "-c",
+                probe,
+            ],
+        );
+        assert!(
+            inside.stdout.contains("REFUSED") && !inside.stdout.contains("INJECTED"),
+            "{backend}: {}",
+            inside.stdout
+        );
+    }
+}
