@@ -125,3 +125,103 @@ fn a_private_file_probe_fails_and_its_content_reaches_no_output_and_no_trace() {
         assert!(!bytes.windows(18).any(|w| w == b"PRIVATE-PROBE-9931"));
     }
 }
+
+/// Host processes whose command line contains `marker`.
+fn running(marker: &str) -> bool {
+    let out = finish(&Command::new("pgrep").args(["-f", marker]).output().unwrap());
+    !out.stdout.trim().is_empty()
+}
+
+#[test]
+fn a_background_command_keeps_running_until_stopped_or_the_session_ends() {
+    use warden_tools::{Registry, ToolContext};
+    let p = Project::new();
+    if !sandbox_ok(&p) {
+        return;
+    }
+    let mut options = warden_config::LoadOptions::new(p.root());
+    options.user_config_dir = None;
+    let settings = warden_config::load(&options).unwrap();
+    let ctx = std::sync::Arc::new(
+        ToolContext::from_settings(&settings)
+            .unwrap()
+            .with_sandbox_helper(env!("CARGO_BIN_EXE_warden")),
+    );
+    let tools = std::sync::Arc::new(Registry::builtin().unwrap());
+    let server = "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2718; done";
+    // Started from a thread that ends at once: the command must not die with it.
+    let started = {
+        let (ctx, tools) = (ctx.clone(), tools.clone());
+        std::thread::spawn(move || {
+            tools.call(&ctx, "bash", json!({"command": server, "background": true}))
+        })
+        .join()
+        .unwrap()
+        .unwrap()
+    };
+    assert_eq!(started["running"], true, "{started}");
+    assert!(
+        started["stdoutSummary"]
+            .as_str()
+            .unwrap()
+            .contains("tick 0"),
+        "{started}"
+    );
+    let id = started["jobId"].as_str().unwrap().to_owned();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(running("sleep 0.2718"), "the background command is running");
+    let later = tools.call(&ctx, "bash", json!({"jobId": id})).unwrap();
+    let text = later["stdoutSummary"].as_str().unwrap();
+    assert_eq!(later["running"], true, "{later}");
+    assert!(
+        text.contains("tick") && !text.contains("tick 0\n"),
+        "only new output: {later}"
+    );
+    let stopped = tools
+        .call(&ctx, "bash", json!({"jobId": id, "stop": true}))
+        .unwrap();
+    assert_eq!(
+        (stopped["running"].clone(), stopped["stopped"].clone()),
+        (json!(false), json!(true))
+    );
+    assert!(
+        !running("sleep 0.2718"),
+        "stopped with everything it started"
+    );
+    let gone = tools.call(&ctx, "bash", json!({"jobId": id})).unwrap_err();
+    assert!(gone.message.contains("no background command"), "{gone:?}");
+
+    // One that ends by itself reports its exit code.
+    let quick = tools
+        .call(
+            &ctx,
+            "bash",
+            json!({"command": "echo done; exit 3", "background": true}),
+        )
+        .unwrap();
+    assert_eq!(
+        (quick["running"].clone(), quick["exitCode"].clone()),
+        (json!(false), json!(3))
+    );
+
+    // The session's end stops what is still running, and whatever it forked off.
+    tools
+        .call(
+            &ctx,
+            "bash",
+            json!({"command": "(setsid sleep 31415 &); sleep 31416", "background": true}),
+        )
+        .unwrap();
+    assert!(running("sleep 31415") && running("sleep 31416"));
+    drop(tools);
+    drop(std::sync::Arc::into_inner(ctx).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!running("sleep 31415") && !running("sleep 31416"));
+
+    let both = warden_tools::Registry::builtin().unwrap();
+    let ctx = ToolContext::from_settings(&settings).unwrap();
+    let err = both
+        .call(&ctx, "bash", json!({"command": "true", "jobId": "job-1"}))
+        .unwrap_err();
+    assert!(err.message.contains("not both"), "{err:?}");
+}

@@ -5,6 +5,7 @@ use std::io::{Read, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -76,6 +77,53 @@ impl Sandbox {
 
     /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing.
     pub fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
+        let mut launched = self.launch(plan, output)?;
+        let readers = Readers::start(&mut launched.child, plan.limits.output_bytes);
+        let status = launched.finish();
+        let [stdout, stderr] = readers.join();
+        let mut outcome = status.map_err(|e| SandboxError::Setup(e.into_message()))?;
+        outcome.truncated = stdout.1 || stderr.1;
+        outcome.stdout = stdout.0;
+        outcome.stderr = stderr.0;
+        Ok(outcome)
+    }
+
+    /// Starts `plan`'s command and returns at once, its output collected in the background
+    /// (the last `output_bytes` of each stream kept). The command runs until it ends, its
+    /// timeout, [`Running::stop`], or until the [`Running`] is dropped.
+    ///
+    /// The helper dies with the thread that started it: call this from a thread that lives as
+    /// long as the command should.
+    pub fn start(&self, plan: &Plan) -> Result<Running, SandboxError> {
+        let mut launched = self.launch(plan, Output::Capture)?;
+        let limit = plan
+            .limits
+            .output_bytes
+            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
+        let streams = [Arc::new(Tail::new(limit)), Arc::new(Tail::new(limit))];
+        let threads = [
+            launched
+                .child
+                .stdout
+                .take()
+                .map(|s| tail_reader(s, &streams[0])),
+            launched
+                .child
+                .stderr
+                .take()
+                .map(|s| tail_reader(s, &streams[1])),
+        ];
+        Ok(Running {
+            launched: Some(launched),
+            streams,
+            cursors: [0, 0],
+            threads,
+            ended: None,
+        })
+    }
+
+    /// Starts the helper with the plan; the caller reads the output and calls `finish`.
+    fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
         let (group, procs) = limits_group(plan)?;
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let json = serde_json::to_string(plan).map_err(|e| SandboxError::Setup(e.to_string()))?;
@@ -103,7 +151,7 @@ impl Sandbox {
             sys::place_fds(&[(raw[0], 3), (raw[1], 4)])
         });
         let started = Instant::now();
-        let mut child = command.spawn().map_err(|source| SandboxError::Helper {
+        let child = command.spawn().map_err(|source| SandboxError::Helper {
             helper: self.helper.clone(),
             source,
         })?;
@@ -111,33 +159,231 @@ impl Sandbox {
         drop(plan_read);
         // The helper reads the plan first thing; if it died instead, the status says so.
         let _ = std::fs::File::from(plan_write).write_all(json.as_bytes());
-        let readers = Readers::start(&mut child, plan.limits.output_bytes);
+        Ok(Launched {
+            child,
+            status: std::fs::File::from(status_read),
+            started,
+            group,
+            placeholders,
+        })
+    }
+}
+
+/// A helper that was started, with what must live as long as its command.
+#[derive(Debug)]
+struct Launched {
+    child: std::process::Child,
+    status: std::fs::File,
+    started: Instant,
+    group: Cgroup,
+    placeholders: Placeholders,
+}
+
+impl Launched {
+    /// Waits for the helper's status and the helper, then releases the cgroups and placeholders.
+    /// The outcome's output is left empty.
+    fn finish(mut self) -> Result<Outcome, Unfinished> {
         let mut status_text = String::new();
-        let _ = std::fs::File::from(status_read).read_to_string(&mut status_text);
-        let _ = child.wait();
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let [stdout, stderr] = readers.join();
-        let status: Status = serde_json::from_str(status_text.trim()).map_err(|_| {
-            SandboxError::Setup("the sandbox helper ended without a status".to_owned())
-        })?;
+        let _ = self.status.read_to_string(&mut status_text);
+        let _ = self.child.wait();
+        let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let status: Status =
+            serde_json::from_str(status_text.trim()).map_err(|_| Unfinished::NoStatus)?;
         if let Some(error) = status.error {
-            return Err(SandboxError::Setup(error));
+            return Err(Unfinished::Failed(error));
         }
         let mut layers = status.layers;
-        layers.extend(group.holds.iter().map(|c| format!("cgroup-{c}")));
-        drop(group);
-        drop(placeholders);
+        layers.extend(self.group.holds.iter().map(|c| format!("cgroup-{c}")));
+        drop(self.group);
+        drop(self.placeholders);
         Ok(Outcome {
             exit_code: status.exit_code,
             signal: status.signal,
-            truncated: stdout.1 || stderr.1,
-            stdout: stdout.0,
-            stderr: stderr.0,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
             duration_ms,
             timed_out: status.timed_out,
+            truncated: false,
             layers,
         })
     }
+}
+
+/// Why a helper gave no outcome.
+enum Unfinished {
+    /// It ended without reporting (killed, or it crashed).
+    NoStatus,
+    /// It could not build the sandbox; nothing ran.
+    Failed(String),
+}
+
+impl Unfinished {
+    fn into_message(self) -> String {
+        match self {
+            Self::NoStatus => "the sandbox helper ended without a status".to_owned(),
+            Self::Failed(why) => why,
+        }
+    }
+}
+
+/// A command running in the background (a dev server).
+#[derive(Debug)]
+pub struct Running {
+    launched: Option<Launched>,
+    streams: [Arc<Tail>; 2],
+    /// How much of each stream was handed out by [`Running::output`].
+    cursors: [u64; 2],
+    threads: [Option<std::thread::JoinHandle<()>>; 2],
+    ended: Option<Result<Outcome, String>>,
+}
+
+/// New output of a background command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Some output was dropped before it could be read (more came than the limit keeps).
+    pub lost: bool,
+}
+
+impl Running {
+    /// The output since the last call.
+    pub fn output(&mut self) -> NewOutput {
+        let (stdout, lost_out) = self.streams[0].since(&mut self.cursors[0]);
+        let (stderr, lost_err) = self.streams[1].since(&mut self.cursors[1]);
+        NewOutput {
+            stdout,
+            stderr,
+            lost: lost_out || lost_err,
+        }
+    }
+
+    /// How it ended, once it has; `None` while it runs.
+    pub fn ended(&mut self) -> Option<Result<Outcome, SandboxError>> {
+        if self.ended.is_none() {
+            let launched = self.launched.as_mut()?;
+            if !matches!(launched.child.try_wait(), Ok(Some(_))) {
+                return None;
+            }
+            self.collect(false);
+        }
+        self.result()
+    }
+
+    /// Kills it and everything it started, and says how it ended.
+    pub fn stop(&mut self) -> Result<Outcome, SandboxError> {
+        if self.ended.is_none() {
+            if let Some(launched) = self.launched.as_mut() {
+                // The command is PID 1 of its namespace and dies with the helper (its parent-death
+                // signal), and every other process in the namespace with it.
+                let _ = launched.child.kill();
+            }
+            self.collect(true);
+        }
+        self.result().unwrap_or_else(|| {
+            Err(SandboxError::Setup(
+                "the background command is gone".to_owned(),
+            ))
+        })
+    }
+
+    fn collect(&mut self, killed: bool) {
+        let Some(launched) = self.launched.take() else {
+            return;
+        };
+        let killed_at = launched.started.elapsed();
+        let mut outcome = match launched.finish() {
+            Ok(outcome) => Ok(outcome),
+            Err(Unfinished::NoStatus) if !killed => Err(Unfinished::NoStatus.into_message()),
+            Err(Unfinished::Failed(why)) => Err(why),
+            // Killed by `stop`: the helper had no chance to report.
+            Err(Unfinished::NoStatus) => Ok(Outcome {
+                exit_code: 128 + libc::SIGKILL,
+                signal: Some(libc::SIGKILL),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                duration_ms: u64::try_from(killed_at.as_millis()).unwrap_or(u64::MAX),
+                timed_out: false,
+                truncated: false,
+                layers: Vec::new(),
+            }),
+        };
+        for thread in self.threads.iter_mut().filter_map(Option::take) {
+            let _ = thread.join();
+        }
+        if let Ok(outcome) = outcome.as_mut() {
+            outcome.truncated = self.streams.iter().any(|s| s.dropped() > 0);
+        }
+        self.ended = Some(outcome);
+    }
+
+    fn result(&self) -> Option<Result<Outcome, SandboxError>> {
+        self.ended.clone().map(|r| r.map_err(SandboxError::Setup))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.ended.is_none() && self.launched.is_some() {
+            let _ = self.stop();
+        }
+    }
+}
+
+/// The last `limit` bytes of a stream, and how many came before them.
+#[derive(Debug)]
+struct Tail {
+    limit: usize,
+    inner: Mutex<(std::collections::VecDeque<u8>, u64)>,
+}
+
+impl Tail {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            inner: Mutex::new((std::collections::VecDeque::new(), 0)),
+        }
+    }
+
+    fn push(&self, bytes: &[u8]) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, dropped) = &mut *inner;
+        kept.extend(bytes);
+        let over = kept.len().saturating_sub(self.limit);
+        kept.drain(..over);
+        *dropped += over as u64;
+    }
+
+    /// What came after `cursor`, moving it to the end; true if some of it was dropped already.
+    fn since(&self, cursor: &mut u64) -> (Vec<u8>, bool) {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, dropped) = &*inner;
+        let lost = *cursor < *dropped;
+        let from = usize::try_from(cursor.saturating_sub(*dropped)).unwrap_or(usize::MAX);
+        let new: Vec<u8> = kept.iter().skip(from).copied().collect();
+        *cursor = dropped + kept.len() as u64;
+        (new, lost)
+    }
+
+    fn dropped(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).1
+    }
+}
+
+fn tail_reader(
+    mut stream: impl Read + Send + 'static,
+    tail: &Arc<Tail>,
+) -> std::thread::JoinHandle<()> {
+    let tail = Arc::clone(tail);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            tail.push(&buf[..n]);
+        }
+    })
 }
 
 /// The threads reading a child's captured stdout and stderr.

@@ -3,6 +3,8 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::time::{Duration, Instant};
+
 use serde_json::{Value, json};
 use warden_protocol::{ToolError, ToolErrorKind};
 use warden_sandbox::{Output, Plan, Sandbox, SandboxError, request_from_settings};
@@ -15,18 +17,30 @@ const TAIL_LINES: usize = 80;
 /// Characters kept of one line.
 const LINE_CHARS: usize = 400;
 
+/// How long a background command is watched before `bash` returns, for its first output (or
+/// its early end).
+const BACKGROUND_SETTLE: Duration = Duration::from_millis(1500);
+
 /// Arguments of `bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BashArgs {
-    /// The command, as bash would read it.
-    pub command: String,
+    /// The command, as bash would read it. Either this or `jobId`.
+    pub command: Option<String>,
     /// Kill it (and everything it started) after this many seconds. Default and ceiling: the
     /// configured limit.
     #[schemars(range(min = 1))]
     pub timeout_seconds: Option<u64>,
     /// Why the command is being run, in a few words (shown in approval prompts and the trace).
     pub description: Option<String>,
+    /// Keep the command running after this call returns (a dev server): it gets a `jobId`, runs
+    /// in its sandbox until stopped or the session ends, and its output is read with `jobId`.
+    pub background: Option<bool>,
+    /// A background command started earlier: returns its output since the last look, and how it
+    /// ended if it has.
+    pub job_id: Option<String>,
+    /// With `jobId`: stop it, and everything it started.
+    pub stop: Option<bool>,
 }
 
 /// The `bash` tool.
@@ -39,10 +53,29 @@ impl Tool for Bash {
     const DESCRIPTION: &'static str = "Run one shell command in the workspace, inside the sandbox: the workspace is \
         writable, the network is off unless the session allows it, there is no input, and the command is killed at \
         its timeout. Returns the exit code and summaries of stdout and stderr (progress bars, repeats and the middle \
-        of long outputs dropped; `truncated` says so). Prefer readFile, grep and glob for reading.";
+        of long outputs dropped; `truncated` says so). For a dev server, pass `background: true`: it keeps running \
+        in its sandbox and returns a `jobId`; call again with `jobId` for its new output, with `stop: true` to end \
+        it. Prefer readFile, grep and glob for reading.";
     const READ_ONLY: bool = false;
 
     fn run(&self, ctx: &ToolContext, args: BashArgs) -> Result<Value, ToolError> {
+        let invalid = |message: &str| Err(ToolError::new(ToolErrorKind::InvalidArguments, message));
+        let command = match (&args.command, &args.job_id) {
+            (Some(command), None) => command.clone(),
+            (None, Some(id)) => {
+                if args.background.is_some() || args.timeout_seconds.is_some() {
+                    return invalid(
+                        "`background` and `timeoutSeconds` go with `command`, not `jobId`",
+                    );
+                }
+                return job(ctx, id, args.stop == Some(true));
+            }
+            (Some(_), Some(_)) => return invalid("give `command` or `jobId`, not both"),
+            (None, None) => return invalid("give `command` (or `jobId` for a background command)"),
+        };
+        if args.stop.is_some() {
+            return invalid("`stop` goes with `jobId`");
+        }
         let Some(helper) = &ctx.sandbox_helper else {
             return Err(ToolError::new(
                 ToolErrorKind::SandboxUnavailable,
@@ -50,7 +83,7 @@ impl Tool for Bash {
             ));
         };
         let workspace = &ctx.settings.project_root;
-        let shell_args = vec!["-c".to_owned(), args.command.clone()];
+        let shell_args = vec!["-c".to_owned(), command.clone()];
         let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
             .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
         request.workspace.clone_from(workspace);
@@ -63,22 +96,19 @@ impl Tool for Bash {
                 format!("the sandbox could not be established, nothing ran: {why}"),
             )
         })?;
-        let outcome =
-            Sandbox::new(helper)
-                .run(&plan, Output::Capture)
-                .map_err(|err| match err {
-                    SandboxError::Setup(why) => ToolError::new(
-                        ToolErrorKind::SandboxUnavailable,
-                        format!("the sandbox could not be established, nothing ran: {why}"),
-                    ),
-                    SandboxError::Helper { .. } => {
-                        ToolError::new(ToolErrorKind::SandboxUnavailable, err.to_string())
-                    }
-                })?;
+        if args.background == Some(true) {
+            let mut plan = plan;
+            // It runs until it is stopped or the session ends, under every other limit.
+            plan.limits.timeout_ms = None;
+            return background(ctx, &command, Sandbox::new(helper), plan);
+        }
+        let outcome = Sandbox::new(helper)
+            .run(&plan, Output::Capture)
+            .map_err(unavailable)?;
         let (stdout, cut_out) = summary(&outcome.stdout);
         let (stderr, cut_err) = summary(&outcome.stderr);
         let mut result = json!({
-            "cmd": args.command,
+            "cmd": command,
             "cwd": ".",
             "exitCode": outcome.exit_code,
             "stdoutSummary": stdout,
@@ -98,6 +128,96 @@ impl Tool for Bash {
         }
         Ok(result)
     }
+}
+
+fn unavailable(err: SandboxError) -> ToolError {
+    match err {
+        SandboxError::Setup(why) => ToolError::new(
+            ToolErrorKind::SandboxUnavailable,
+            format!("the sandbox could not be established, nothing ran: {why}"),
+        ),
+        SandboxError::Helper { .. } => {
+            ToolError::new(ToolErrorKind::SandboxUnavailable, err.to_string())
+        }
+    }
+}
+
+/// Starts a background command, watches it briefly, and returns its job id and first output.
+fn background(
+    ctx: &ToolContext,
+    command: &str,
+    sandbox: Sandbox,
+    plan: Plan,
+) -> Result<Value, ToolError> {
+    let id = ctx
+        .jobs
+        .start(command, sandbox, plan)
+        .map_err(unavailable)?;
+    let settle = Instant::now() + BACKGROUND_SETTLE;
+    while Instant::now() < settle {
+        let ended = ctx
+            .jobs
+            .with(&id, |job| (job.running.ended().is_some(), false))
+            .unwrap_or(true);
+        if ended {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    job(ctx, &id, false)
+}
+
+/// A background command's new output, and its end if it has ended (or was stopped now).
+fn job(ctx: &ToolContext, id: &str, stop: bool) -> Result<Value, ToolError> {
+    let report = ctx.jobs.with(id, |job| {
+        let ended = if stop {
+            Some(job.running.stop())
+        } else {
+            job.running.ended()
+        };
+        let output = job.running.output();
+        let (stdout, cut_out) = summary(&output.stdout);
+        let (stderr, cut_err) = summary(&output.stderr);
+        let mut result = json!({
+            "jobId": id,
+            "cmd": job.cmd,
+            "cwd": ".",
+            "running": ended.is_none(),
+            "stdoutSummary": stdout,
+            "stderrSummary": stderr,
+            "durationMs": u64::try_from(job.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "truncated": output.lost || cut_out || cut_err,
+        });
+        if output.lost {
+            result["truncationReason"] = json!("output_limit");
+        }
+        let gone = ended.is_some();
+        match ended {
+            Some(Ok(outcome)) => {
+                result["exitCode"] = json!(outcome.exit_code);
+                if stop {
+                    result["stopped"] = json!(true);
+                }
+            }
+            Some(Err(err)) => return (Err(unavailable(err)), true),
+            None => {}
+        }
+        (Ok(result), gone)
+    });
+    report.unwrap_or_else(|| {
+        let known = ctx.jobs.ids();
+        Err(ToolError::new(
+            ToolErrorKind::NotFound,
+            if known.is_empty() {
+                format!("no background command {id:?}: none is running in this session")
+            } else {
+                format!(
+                    "no background command {id:?}; running: {}",
+                    known.join(", ")
+                )
+            },
+        ))
+    })
 }
 
 /// The output as the model should see it: what a terminal would show of each line (text after

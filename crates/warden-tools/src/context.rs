@@ -8,6 +8,8 @@ use warden_config::{Settings, Tools};
 
 use warden_policy::{PathPolicy, PatternError};
 
+use crate::jobs::Jobs;
+
 /// What one read saw, so that a later edit can tell whether the file changed since.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
@@ -89,6 +91,8 @@ pub struct ToolContext {
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
     /// to run anything.
     pub sandbox_helper: Option<PathBuf>,
+    /// Background commands of this session; stopped when the context is dropped.
+    pub jobs: Jobs,
 }
 
 impl ToolContext {
@@ -121,6 +125,7 @@ impl ToolContext {
             changes: ChangeLog::default(),
             settings: settings.clone(),
             sandbox_helper: None,
+            jobs: Jobs::default(),
         })
     }
 }
