@@ -59,7 +59,9 @@ impl Tool for Bash {
     const READ_ONLY: bool = false;
 
     fn run(&self, ctx: &ToolContext, args: BashArgs) -> Result<Value, ToolError> {
-        let invalid = |message: &str| Err(ToolError::new(ToolErrorKind::InvalidArguments, message));
+        let invalid = |message: &str| {
+            Err(ToolError::new(ToolErrorKind::InvalidArguments, message).with_field("/command"))
+        };
         let command = match (&args.command, &args.job_id) {
             (Some(command), None) => command.clone(),
             (None, Some(id)) => {
