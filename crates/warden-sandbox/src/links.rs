@@ -6,10 +6,9 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// Per (device, inode): the link count, and the names found under the roots.
-type Seen = Mutex<HashMap<(u64, u64), (u64, Vec<PathBuf>)>>;
+type Seen = HashMap<(u64, u64), (u64, Vec<PathBuf>)>;
 
 /// The files under `roots` that share their inode with a file outside all of them.
 pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
@@ -21,13 +20,10 @@ pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
             outer.push(root);
         }
     }
-    let seen: Seen = Mutex::new(HashMap::new());
+    let mut seen = Seen::new();
     for root in outer {
-        walk(root, &seen);
+        walk(root, &mut seen);
     }
-    let seen = seen
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut found: Vec<PathBuf> = seen
         .into_values()
         .filter(|(nlink, paths)| u64::try_from(paths.len()).unwrap_or(u64::MAX) < *nlink)
@@ -37,38 +33,31 @@ pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
     found
 }
 
-/// Records every multiply-linked non-directory under `root`, two threads at a time.
-fn walk(root: &Path, seen: &Seen) {
-    let walker = ignore::WalkBuilder::new(root)
-        .standard_filters(false)
-        .follow_links(false)
-        .threads(2)
-        .build_parallel();
-    walker.run(|| {
-        Box::new(|entry| {
-            let Ok(entry) = entry else {
-                return ignore::WalkState::Continue;
+/// Records every multiply-linked non-directory under `root`. Directory entries carry their type,
+/// so only non-directories are `stat`ed.
+fn walk(root: &Path, seen: &mut Seen) {
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
             };
-            if entry
-                .file_type()
-                .is_some_and(|t| t.is_dir() || t.is_symlink())
-            {
-                return ignore::WalkState::Continue;
-            }
-            if let Ok(meta) = entry.metadata()
+            if kind.is_dir() {
+                dirs.push(entry.path());
+            } else if !kind.is_symlink()
+                && let Ok(meta) = entry.metadata()
                 && meta.nlink() > 1
             {
-                let mut seen = seen
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let slot = seen
-                    .entry((meta.dev(), meta.ino()))
-                    .or_insert_with(|| (meta.nlink(), Vec::new()));
-                slot.1.push(entry.into_path());
+                seen.entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| (meta.nlink(), Vec::new()))
+                    .1
+                    .push(entry.path());
             }
-            ignore::WalkState::Continue
-        })
-    });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         return unsandboxed(&settings, &request, args);
     }
     let plan = Plan::new(&request).map_err(|why| refused(&why))?;
-    let helper = std::env::current_exe().map_err(|e| {
+    let helper = super::sandbox_helper().map_err(|e| {
         refused(&format!(
             "cannot find the warden binary for the helper: {e}"
         ))
@@ -212,7 +212,7 @@ pub(super) fn doctor() -> Result<Exit, CliError> {
         },
         ..Request::default()
     };
-    let helper = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
+    let helper = super::sandbox_helper().map_err(|e| refused(&e.to_string()))?;
     let result = Plan::new(&request).and_then(|plan| {
         Sandbox::new(helper)
             .run(&plan, Output::Capture)

@@ -29,6 +29,14 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
+/// The sandbox helper: `warden-sandbox-helper` beside this binary when it is installed (a small
+/// binary, faster to start and lighter while the command runs), else this binary itself.
+pub(crate) fn sandbox_helper() -> std::io::Result<PathBuf> {
+    let warden = std::env::current_exe()?;
+    let small = warden.with_file_name("warden-sandbox-helper");
+    Ok(if small.is_file() { small } else { warden })
+}
+
 /// Loads the settings for the working directory (`-C` or the current one).
 pub(crate) fn load_settings(dir: Option<PathBuf>) -> Result<Settings, CliError> {
     load_settings_with(dir, RawSettings::default())

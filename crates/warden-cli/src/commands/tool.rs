@@ -26,7 +26,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         )));
     }
     let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = std::env::current_exe() {
+    if let Ok(warden) = super::sandbox_helper() {
         ctx = ctx.with_sandbox_helper(warden);
     }
     let session = match &args.session {
