@@ -756,3 +756,43 @@ fn tiocsti_cannot_push_input_into_the_terminal() {
         );
     }
 }
+
+#[test]
+fn set_id_bits_cannot_be_made() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let p = Project::new();
+    if !available(&p) {
+        return;
+    }
+    let set_id = |name: &str| {
+        std::fs::metadata(p.root().join(name)).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
+    };
+    let script = "cp /bin/true suid; chmod u+s suid; cp /bin/true sgid; chmod g+s sgid; \
+                  install -m 4755 /bin/true installed; \
+                  python3 -c \"import os; os.close(os.open('opened', os.O_CREAT | os.O_WRONLY, 0o4755))\"";
+    assert_eq!(sh(&p, script).code, 0);
+    for name in ["suid", "sgid", "installed", "opened"] {
+        assert!(set_id(name), "the probe must work unsandboxed: {name}");
+    }
+    assert_eq!(sh(&p, "rm suid sgid installed opened").code, 0);
+    for backend in ["native", "bwrap"] {
+        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
+            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
+            continue;
+        }
+        let run = exec(
+            &p,
+            &["--backend", backend],
+            &format!("{script}; chmod 755 suid && echo plain-ok"),
+        );
+        assert!(
+            run.json()["stdout"].as_str().unwrap().contains("plain-ok"),
+            "{backend}: {}",
+            run.stdout
+        );
+        for name in ["suid", "sgid", "installed", "opened"] {
+            assert!(!set_id(name), "{backend}: {name} has a set-id bit");
+        }
+        assert_eq!(sh(&p, "rm -f suid sgid installed opened").code, 0);
+    }
+}

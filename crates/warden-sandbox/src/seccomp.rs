@@ -72,6 +72,31 @@ fn errno(value: i32) -> SeccompAction {
     SeccompAction::Errno(u32::try_from(value).unwrap_or(1))
 }
 
+fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> io::Result<SeccompCondition> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(io::Error::other)
+}
+
+/// The calls that set a file's mode: the call, its mode argument, and its flags argument when
+/// the mode applies only with `O_CREAT`.
+fn mode_setting_calls() -> Vec<(i64, u8, Option<u8>)> {
+    let mut calls = vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        // fchmodat2: the same number on every architecture (it is newer than the split tables).
+        (452, 2, None),
+        (libc::SYS_mknodat, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_mknod, 1, None),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+    ]);
+    calls
+}
+
 fn rule(arg: u8, op: SeccompCmpOp, value: u64, len: SeccompCmpArgLen) -> io::Result<SeccompRule> {
     let condition = SeccompCondition::new(arg, len, op, value).map_err(io::Error::other)?;
     SeccompRule::new(vec![condition]).map_err(io::Error::other)
@@ -95,6 +120,28 @@ pub(crate) fn filters() -> io::Result<Vec<BpfProgram>> {
         )?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
+    // Set-user-ID and set-group-ID bits: a file the command makes is the host user's outside,
+    // so creating such bits is refused, by every call that can set a mode.
+    for (call, mode_arg, flags_arg) in mode_setting_calls() {
+        let mut set_id = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let mode = condition(mode_arg, SeccompCmpOp::MaskedEq(bit), bit)?;
+            let Some(flags) = flags_arg else {
+                set_id.push(SeccompRule::new(vec![mode]).map_err(io::Error::other)?);
+                continue;
+            };
+            // open-like calls use the mode only when they create a file.
+            for create in [libc::O_CREAT, libc::O_TMPFILE] {
+                let create = u64::from(create.unsigned_abs());
+                let creating = condition(flags, SeccompCmpOp::MaskedEq(create), create)?;
+                set_id.push(
+                    SeccompRule::new(vec![mode.clone(), creating]).map_err(io::Error::other)?,
+                );
+            }
+        }
+        rules.insert(call, set_id);
+    }
     rules.insert(
         libc::SYS_ioctl,
         vec![rule(
@@ -107,7 +154,12 @@ pub(crate) fn filters() -> io::Result<Vec<BpfProgram>> {
     let deny = SeccompFilter::new(rules, SeccompAction::Allow, errno(libc::EPERM), arch)
         .map_err(io::Error::other)?;
     let clone3 = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        // `openat2` passes its mode in memory the filter cannot read: callers fall back to
+        // `openat`, like C libraries fall back from `clone3` to `clone`.
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_openat2, Vec::new()),
+        ]),
         SeccompAction::Allow,
         errno(libc::ENOSYS),
         arch,
