@@ -3,7 +3,7 @@
 //! filters are handed over, and the same limits and cgroups apply. No Landlock.
 
 use std::io::{Read as _, Write as _};
-use std::os::fd::AsRawFd as _;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -40,9 +40,12 @@ impl Bwrap {
     }
 }
 
-/// The `bwrap` arguments for `plan`, with the seccomp filters on descriptors 10 and 11 and the
-/// status on descriptor 3.
-pub(crate) fn arguments(plan: &Plan) -> Vec<String> {
+/// The first descriptor of the seccomp filters handed to bwrap.
+const FIRST_FILTER_FD: i32 = 10;
+
+/// The `bwrap` arguments for `plan`, with `filters` seccomp filters on descriptors from 10 up and
+/// the status on descriptor 3.
+pub(crate) fn arguments(plan: &Plan, filters: usize) -> Vec<String> {
     let mut a: Vec<String> = [
         "--unshare-user",
         "--uid",
@@ -62,13 +65,12 @@ pub(crate) fn arguments(plan: &Plan) -> Vec<String> {
         "warden",
         "--json-status-fd",
         "3",
-        "--add-seccomp-fd",
-        "10",
-        "--add-seccomp-fd",
-        "11",
     ]
     .map(str::to_owned)
     .to_vec();
+    for fd in (FIRST_FILTER_FD..).take(filters) {
+        a.extend(["--add-seccomp-fd".to_owned(), fd.to_string()]);
+    }
     if !plan.network {
         a.push("--unshare-net".to_owned());
     }
@@ -169,7 +171,7 @@ impl Backend for Bwrap {
         let (status_read, status_write) =
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
         let mut command = Command::new(&self.program);
-        command.args(arguments(plan)).env_clear();
+        command.args(arguments(plan, fds.len())).env_clear();
         match output {
             Output::Capture => command
                 .stdin(Stdio::null())
@@ -180,18 +182,15 @@ impl Backend for Bwrap {
                 .stdout(Stdio::inherit())
                 .stderr(Stdio::inherit()),
         };
-        let raw = [
-            status_write.as_raw_fd(),
-            fds[0].as_raw_fd(),
-            fds[1].as_raw_fd(),
-        ];
+        let mut places = vec![(status_write.as_raw_fd(), 3)];
+        places.extend(fds.iter().map(AsRawFd::as_raw_fd).zip(FIRST_FILTER_FD..));
         let limits = plan.limits.clone();
         sys::before_exec(&mut command, move || {
             for file in &procs {
                 sys::join_cgroup(file)?;
             }
             rlimits(&limits)?;
-            sys::place_fds(&[(raw[0], 3), (raw[1], 10), (raw[2], 11)])
+            sys::place_fds(&places)
         });
         let started = Instant::now();
         let mut child = command.spawn().map_err(|source| SandboxError::Helper {

@@ -5,7 +5,7 @@ use std::io;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    SeccompRule, TargetArch, sock_filter,
 };
 
 /// Calls refused with `EPERM`: tracing and reading other processes, mounts and namespaces,
@@ -165,10 +165,45 @@ pub(crate) fn filters() -> io::Result<Vec<BpfProgram>> {
         arch,
     )
     .map_err(io::Error::other)?;
-    [deny, clone3]
+    let mut programs = [deny, clone3]
         .into_iter()
         .map(|f| BpfProgram::try_from(f).map_err(io::Error::other))
-        .collect()
+        .collect::<io::Result<Vec<_>>>()?;
+    if cfg!(target_arch = "x86_64") {
+        programs.push(no_x32(libc::ENOSYS));
+    }
+    Ok(programs)
+}
+
+/// On x86-64, the x32 ABI's calls carry the x86-64 architecture and their own numbers (bit 30
+/// set), which the deny list would not recognise: all of them answer `errno`.
+fn no_x32(errno: i32) -> BpfProgram {
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let op = |code: u32, jt: u8, jf: u8, k: u32| sock_filter {
+        code: u16::try_from(code).unwrap_or(0),
+        jt,
+        jf,
+        k,
+    };
+    vec![
+        // A = the call's number (offset 0 of seccomp_data).
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+            0,
+            1,
+            X32_SYSCALL_BIT,
+        ),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            RET_ERRNO | errno.unsigned_abs(),
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, RET_ALLOW),
+    ]
 }
 
 /// Installs the filters on the calling thread (after `no_new_privs`).
@@ -177,4 +212,34 @@ pub(crate) fn install(filters: &[BpfProgram]) -> io::Result<()> {
         seccompiler::apply_filter(filter).map_err(io::Error::other)?;
     }
     Ok(())
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x32_calls_are_caught_by_number() {
+        // x32 getpid. Kernels without x32 answer ENOSYS themselves, so the filter answers EPERM
+        // here to show that it, not the kernel, caught the call.
+        const X32_GETPID: libc::c_long = 0x4000_0000 | libc::SYS_getpid;
+        let (before, after, plain) = std::thread::spawn(|| {
+            let before = crate::sys::raw_syscall(X32_GETPID);
+            crate::sys::set_no_new_privs().unwrap();
+            seccompiler::apply_filter(&no_x32(libc::EPERM)).unwrap();
+            let after = crate::sys::raw_syscall(X32_GETPID);
+            (before, after, crate::sys::raw_syscall(libc::SYS_getpid))
+        })
+        .join()
+        .unwrap();
+        assert_ne!(
+            before.err().and_then(|e| e.raw_os_error()),
+            Some(libc::EPERM)
+        );
+        assert_eq!(
+            after.err().and_then(|e| e.raw_os_error()),
+            Some(libc::EPERM)
+        );
+        assert!(plain.is_ok_and(|pid| pid > 0));
+    }
 }

@@ -441,6 +441,9 @@ pub(crate) fn landlock_abi() -> Option<i64> {
 /// source is copied above 200, so that no target overwrites a source not yet placed.
 pub(crate) fn place_fds(pairs: &[(libc::c_int, libc::c_int)]) -> io::Result<()> {
     let mut high = [0 as libc::c_int; 8];
+    if pairs.len() > high.len() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     for (slot, (source, _)) in high.iter_mut().zip(pairs) {
         // SAFETY: F_DUPFD with an integer minimum; no memory involved.
         let copy = unsafe { libc::fcntl(*source, libc::F_DUPFD_CLOEXEC, 200) };
@@ -495,4 +498,16 @@ pub(crate) fn wait_or_kill(pid: libc::pid_t, timeout_ms: Option<u64>) -> bool {
         kill(pid, libc::SIGKILL);
     }
     !done
+}
+
+/// A system call with no arguments, by number (tests of the seccomp filters).
+#[cfg(test)]
+pub(crate) fn raw_syscall(number: libc::c_long) -> io::Result<libc::c_long> {
+    // SAFETY: only argument-less calls are made through this (getpid and its numbers).
+    let ret = unsafe { libc::syscall(number) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
 }
