@@ -29,6 +29,6 @@ pub use jobs::{Jobs, MAX_JOBS};
 pub use patch::{ApplyPatch, ApplyPatchArgs, FileOp, Hunk, apply_hunks, parse as parse_patch};
 pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
-pub use runner::{OnAsk, ToolRunner};
+pub use runner::{Checked, Executor, OnAsk, ToolRunner};
 pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};
 pub use write::{WriteFile, WriteFileArgs};

@@ -123,69 +123,76 @@ impl<'a> ToolRunner<'a> {
     /// in the returned result; only a failure to record is an `Err`, so nothing runs unrecorded
     /// without the caller knowing.
     pub fn run(&mut self, name: &str, args: Value) -> Result<ToolResult, TraceError> {
+        let checked = self.check(name, args);
+        let result = self.executor().execute(&checked);
+        self.record(checked, &result)?;
+        Ok(result)
+    }
+
+    /// Validates and decides one call, without running it. The caller may ask a person about
+    /// it ([`Checked::approve`]), then runs it with an [`Executor`] and hands it to
+    /// [`ToolRunner::record`].
+    pub fn check(&self, name: &str, args: Value) -> Checked {
         let started = Instant::now();
         let tool: ToolName = name.parse().unwrap_or_else(|_| unknown_tool_name());
         let bytes_in = args.to_string().len() as u64;
         let kept_args = recorded(&args);
         // Invalid arguments go back to the model before the policy is asked anything.
-        let (result, decision) = if let Err(err) = self.registry.validate(name, &args) {
-            (failed(&tool, err), Decision::unchecked())
-        } else {
-            {
-                let decision = self.decide(name, &args);
-                if decision.decision == DecisionKind::Allow {
-                    let result = match self.registry.call(self.ctx, name, args) {
-                        Ok(output) => ToolResult {
-                            tool: tool.clone(),
-                            status: ToolStatus::Ok,
-                            output: Some(output),
-                            error: None,
-                        },
-                        Err(err) => failed(&tool, err),
-                    };
-                    (result, decision)
-                } else {
-                    let kind = if decision.decision == DecisionKind::Deny {
-                        ToolErrorKind::PolicyDenied
-                    } else {
-                        ToolErrorKind::NeedsApproval
-                    };
-                    let err = ToolError::new(
-                        kind,
-                        format!("{}: {}", decision.decision.as_str(), decision.reason),
-                    );
-                    (
-                        ToolResult {
-                            tool: tool.clone(),
-                            status: ToolStatus::Denied,
-                            output: None,
-                            error: Some(err),
-                        },
-                        decision,
-                    )
-                }
-            }
+        let (invalid, decision) = match self.registry.validate(name, &args) {
+            Err(err) => (Some(err), Decision::unchecked()),
+            Ok(()) => (None, self.decide(name, &args)),
         };
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Checked {
+            name: name.to_owned(),
+            tool,
+            args,
+            kept_args,
+            bytes_in,
+            started,
+            invalid,
+            decision,
+        }
+    }
+
+    /// What runs calls: shareable between threads, so that read-only calls can run at once.
+    pub fn executor(&self) -> Executor<'a> {
+        Executor {
+            registry: self.registry,
+            ctx: self.ctx,
+        }
+    }
+
+    /// The policy engine deciding this runner's calls.
+    pub fn policy(&self) -> &'a Engine {
+        self.policy
+    }
+
+    /// Records a call that was checked and run (or refused), and notes what it did in the
+    /// working set. Calls are recorded in the order the model made them.
+    pub fn record(&mut self, checked: Checked, result: &ToolResult) -> Result<(), TraceError> {
+        let duration_ms = u64::try_from(checked.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         if let Some(output) = &result.output {
-            self.note(name, output);
+            self.note(&checked.name, output);
         }
         if let Some(store) = self.trace {
             let bytes_out = result.output.as_ref().map_or(0, |o| o.to_string().len());
             let event = ToolEvent {
                 session_id: self.session.clone(),
                 seq: self.seq,
-                tool,
-                bytes_in,
-                arguments: kept_args,
-                decision,
+                tool: checked.tool,
+                bytes_in: checked.bytes_in,
+                arguments: checked.kept_args,
+                decision: checked.decision,
                 sandbox_profile: self.sandbox_profile.clone(),
                 status: result.status,
                 error: result.error.as_ref().map(|e| e.message.clone()),
                 duration_ms,
                 timestamp: warden_trace::now_rfc3339(),
                 bytes_out: bytes_out as u64,
-                summary: result.output.as_ref().and_then(|o| summary(name, o)),
+                summary: result
+                    .output
+                    .as_ref()
+                    .and_then(|o| summary(&checked.name, o)),
             };
             store.record(&event)?;
             // This call is the turn: what it changed is kept for `warden undo`.
@@ -199,7 +206,7 @@ impl<'a> ToolRunner<'a> {
             }
             self.seq += 1;
         }
-        Ok(result)
+        Ok(())
     }
 
     /// The policy's decision, with a non-interactive approval applied where it may be.
@@ -235,6 +242,97 @@ impl<'a> ToolRunner<'a> {
             decision.layer = PolicyLayer::Approval;
         }
         decision
+    }
+}
+
+/// A call validated and decided, not yet run.
+#[derive(Debug)]
+pub struct Checked {
+    pub name: String,
+    tool: ToolName,
+    pub args: Value,
+    kept_args: Value,
+    bytes_in: u64,
+    started: Instant,
+    /// Why the arguments were refused before the policy was asked.
+    pub invalid: Option<ToolError>,
+    pub decision: Decision,
+}
+
+impl Checked {
+    /// A person approved it: it runs, and the trace says who decided.
+    pub fn approve(&mut self, how: &str) {
+        self.decision.reason = format!("{how}: {}", self.decision.reason);
+        self.decision.decision = DecisionKind::Allow;
+        self.decision.layer = PolicyLayer::Approval;
+    }
+
+    /// A person refused it.
+    pub fn refuse(&mut self, how: &str) {
+        self.decision.reason = format!("{how}: {}", self.decision.reason);
+        self.decision.decision = DecisionKind::Deny;
+        self.decision.layer = PolicyLayer::Approval;
+    }
+
+    /// Whether the policy wants a person asked before it runs.
+    pub fn needs_approval(&self) -> bool {
+        self.invalid.is_none()
+            && matches!(
+                self.decision.decision,
+                DecisionKind::RequireApproval
+                    | DecisionKind::Rewrite
+                    | DecisionKind::RequireEscalation
+            )
+    }
+}
+
+/// Runs checked calls; `Sync`, so read-only calls of one turn can run at once.
+#[derive(Clone, Copy)]
+pub struct Executor<'a> {
+    registry: &'a Registry,
+    ctx: &'a ToolContext,
+}
+
+impl Executor<'_> {
+    /// Runs the call if its decision allows it; otherwise says why it did not run.
+    pub fn execute(&self, checked: &Checked) -> ToolResult {
+        let tool = checked.tool.clone();
+        if let Some(err) = &checked.invalid {
+            return failed(&tool, err.clone());
+        }
+        let decision = &checked.decision;
+        if decision.decision == DecisionKind::Allow {
+            return match self.registry.call(self.ctx, &checked.name, checked.args.clone()) {
+                Ok(output) => ToolResult {
+                    tool,
+                    status: ToolStatus::Ok,
+                    output: Some(output),
+                    error: None,
+                },
+                Err(err) => failed(&tool, err),
+            };
+        }
+        let kind = if decision.decision == DecisionKind::Deny {
+            ToolErrorKind::PolicyDenied
+        } else {
+            ToolErrorKind::NeedsApproval
+        };
+        let mut err = ToolError::new(
+            kind,
+            format!("{}: {}", decision.decision.as_str(), decision.reason),
+        );
+        if let Some(rewrite) = &decision.rewrite {
+            err.message = format!(
+                "{} (suggested instead: {} {:?} — {})",
+                err.message, rewrite.tool, rewrite.target, rewrite.reason
+            );
+        }
+        ToolResult {
+            tool,
+            status: ToolStatus::Denied,
+            output: None,
+            error: Some(err),
+        }
     }
 }
 
