@@ -302,7 +302,10 @@ impl Executor<'_> {
         }
         let decision = &checked.decision;
         if decision.decision == DecisionKind::Allow {
-            return match self.registry.call(self.ctx, &checked.name, checked.args.clone()) {
+            return match self
+                .registry
+                .call(self.ctx, &checked.name, checked.args.clone())
+            {
                 Ok(output) => ToolResult {
                     tool,
                     status: ToolStatus::Ok,

@@ -76,6 +76,26 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;",
     // 4: a brief summary of what a call did (changed ranges, diff stats), as JSON.
     "ALTER TABLE tool_events ADD COLUMN summary TEXT;",
+    // 5: the state of agent runs (`warden run`), saved as it changes so that `warden resume`
+    // continues after a crash; and the runs' own events (model requests, approvals, ends).
+    "CREATE TABLE agent_sessions (
+        session_id TEXT PRIMARY KEY NOT NULL,
+        started_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        model TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        goal TEXT NOT NULL,
+        state TEXT NOT NULL
+    ) STRICT;
+    CREATE TABLE agent_events (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        timestamp TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX agent_events_by_session ON agent_events (session_id, id);",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -257,7 +277,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 6);
+        assert_eq!(tables, 8);
     }
 
     #[test]

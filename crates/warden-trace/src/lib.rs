@@ -7,6 +7,7 @@
 //! and moved forward on open.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent;
 mod changes;
 mod db;
 mod error;
@@ -14,6 +15,7 @@ mod redact;
 mod row;
 mod store;
 
+pub use agent::AgentSession;
 pub use changes::{FileChange, StoredChange, sha256_hex};
 pub use db::default_path;
 pub use error::TraceError;

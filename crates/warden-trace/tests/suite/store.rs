@@ -220,3 +220,55 @@ fn path_is_the_one_opened() {
     let (dir, store) = store();
     assert_eq!(store.path(), dir.path().join("trace.db"));
 }
+
+#[test]
+fn agent_state_is_saved_redacted_replaced_and_listed() {
+    let (_dir, store) = store();
+    let session = SessionId::new();
+    let github = fake("ghp_", "16C7e42F292c6912E7710c838347Ae178B4a");
+    let header = warden_trace::AgentSession {
+        session_id: session.clone(),
+        started_at: String::new(),
+        updated_at: String::new(),
+        status: "running".into(),
+        model: "openai/m".into(),
+        cwd: "/w".into(),
+        goal: "fix the slug".into(),
+    };
+    let state = serde_json::json!({"items": [{"text": format!("token {github}")}], "turns": 1});
+    store.save_agent_state(&session, &header, &state).unwrap();
+    let (read, saved) = store.agent_state(&session).unwrap().unwrap();
+    assert_eq!(
+        (read.status.as_str(), read.goal.as_str()),
+        ("running", "fix the slug")
+    );
+    assert!(!saved.to_string().contains(&github), "{saved}");
+    assert_eq!(saved, redact_value(&state));
+    // A later save replaces the state; the start stays.
+    let done = warden_trace::AgentSession {
+        status: "finished".into(),
+        ..header
+    };
+    store
+        .save_agent_state(&session, &done, &serde_json::json!({"turns": 2}))
+        .unwrap();
+    let (read2, saved) = store.agent_state(&session).unwrap().unwrap();
+    assert_eq!(
+        (read2.status.as_str(), saved["turns"].as_u64()),
+        ("finished", Some(2))
+    );
+    assert_eq!(read2.started_at, read.started_at);
+    assert_eq!(store.agent_sessions().unwrap().len(), 1);
+    assert!(store.agent_state(&SessionId::new()).unwrap().is_none());
+    store
+        .record_agent_event(
+            &session,
+            "approval_requested",
+            &serde_json::json!({"tool": "bash"}),
+        )
+        .unwrap();
+    assert_eq!(
+        store.agent_events(&session).unwrap()[0].0,
+        "approval_requested"
+    );
+}
