@@ -45,6 +45,71 @@ pub enum Command {
     /// Inspect the sandbox runtime.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Run the agent on a task: the model proposes, warden decides and runs.
+    Run(Box<RunArgs>),
+    /// List the agent runs saved in the trace.
+    Sessions(SessionsArgs),
+    /// Continue a saved run after a crash or a stop, optionally with a new prompt.
+    Resume(Box<ResumeArgs>),
+}
+
+/// What `warden run` and `warden resume` share.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The model, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5,
+    /// ollama/qwen2.5-coder), or a [model.providers] name.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// The provider's base URL (an OpenAI-compatible endpoint for any other provider name).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The permission mode: plan, default, accept-edits, auto or bypass.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// An allow rule for this run, like 'Bash(npm test *)' (repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// A deny rule for this run (repeatable).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub deny: Vec<String>,
+    /// What to answer when approval is needed and there is no terminal to ask: deny or allow.
+    /// Never overrides a deny or widens the sandbox.
+    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow"])]
+    pub on_ask: Option<String>,
+    /// Stop after this many model turns.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u64>,
+    /// Stop when the run has cost this much, in USD (from [model.prices]).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Print JSON lines of events instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// The task.
+    pub prompt: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// The session to continue.
+    pub session: String,
+    /// What to add before going on.
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `warden` binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent;
 mod bash_tool;
 mod cli;
 mod policy;

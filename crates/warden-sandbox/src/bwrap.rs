@@ -200,12 +200,13 @@ impl Backend for Bwrap {
         drop(status_write);
         drop(fds);
         let readers = Readers::start(&mut child, plan.limits.output_bytes);
+        crate::spawn::running_add(child.id());
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
         let timed_out = sys::wait_or_kill(pid, plan.limits.timeout_ms);
-        let status = child
-            .wait()
-            .map_err(|e| SandboxError::Setup(format!("waiting for bwrap: {e}")))?;
+        let waited = child.wait();
+        crate::spawn::running_remove(child.id());
+        let status = waited.map_err(|e| SandboxError::Setup(format!("waiting for bwrap: {e}")))?;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut text = String::new();
         let _ = std::fs::File::from(status_read).read_to_string(&mut text);

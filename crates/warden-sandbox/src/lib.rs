@@ -32,4 +32,6 @@ pub use from_settings::{
 pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
 pub use seatbelt::profile as seatbelt_profile;
-pub use spawn::{HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError};
+pub use spawn::{
+    HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError, kill_running,
+};

@@ -157,6 +157,7 @@ impl Sandbox {
         })?;
         drop(status_write);
         drop(plan_read);
+        running_add(child.id());
         // The helper reads the plan first thing; if it died instead, the status says so.
         let _ = std::fs::File::from(plan_write).write_all(json.as_bytes());
         Ok(Launched {
@@ -166,6 +167,37 @@ impl Sandbox {
             group,
             placeholders,
         })
+    }
+}
+
+/// The helpers (and bwrap processes) running now, so that an interrupt can end them all.
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+pub(crate) fn running_add(pid: u32) {
+    RUNNING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(pid);
+}
+
+pub(crate) fn running_remove(pid: u32) {
+    RUNNING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|p| *p != pid);
+}
+
+/// Kills every sandboxed command this process is running, and everything they started (each
+/// helper's command is PID 1 of its namespace and dies with it). For Ctrl-C.
+pub fn kill_running() {
+    let pids = RUNNING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    for pid in pids {
+        if let Ok(pid) = libc::pid_t::try_from(pid) {
+            sys::kill(pid, libc::SIGKILL);
+        }
     }
 }
 
@@ -186,6 +218,7 @@ impl Launched {
         let mut status_text = String::new();
         let _ = self.status.read_to_string(&mut status_text);
         let _ = self.child.wait();
+        running_remove(self.child.id());
         let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let status: Status =
             serde_json::from_str(status_text.trim()).map_err(|_| Unfinished::NoStatus)?;

@@ -246,7 +246,7 @@ impl<'a> ToolRunner<'a> {
 }
 
 /// A call validated and decided, not yet run.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Checked {
     pub name: String,
     tool: ToolName,

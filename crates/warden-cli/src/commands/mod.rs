@@ -3,6 +3,7 @@
 mod config;
 mod exec;
 mod policy;
+mod run;
 mod tool;
 mod trace;
 mod undo;
@@ -26,6 +27,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Exec(args) => exec::run(dir, &args),
         Command::Undo(args) => undo::run(&args),
         Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
+        Command::Run(args) => run::run(dir, &args.agent, &args.prompt),
+        Command::Resume(args) => run::resume(dir, &args),
+        Command::Sessions(args) => run::sessions(&args),
     }
 }
 

@@ -255,6 +255,7 @@ pub(super) fn annotate(cmd: &mut SimpleCommand) {
             .any(|a| matches!(a.text.as_str(), "--version" | "-V"))
     {
         cmd.flags.code_execution = true;
+        inline_code_reads(cmd, &args);
     }
     if is_shell(&program) {
         cmd.flags.code_execution = true;
@@ -262,6 +263,36 @@ pub(super) fn annotate(cmd: &mut SimpleCommand) {
             cmd.flags.stdin_script = true;
         }
     }
+}
+
+/// Paths written as string literals in inline code (`node -e "fs.readFileSync('…')"`) are reads
+/// the path rules see: a denied file stays denied through an interpreter.
+fn inline_code_reads(cmd: &mut SimpleCommand, args: &[Arg]) {
+    let flags = ["-e", "-c", "-E", "--eval", "-p", "--print", "-r"];
+    for code in args
+        .windows(2)
+        .filter(|w| flags.contains(&w[0].text.as_str()))
+        .map(|w| &w[1].text)
+    {
+        cmd.reads.extend(quoted_paths(code));
+    }
+}
+
+/// The string literals in `code` that look like paths, for the path rules.
+fn quoted_paths(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for quote in ['\'', '"', '`'] {
+        for (i, literal) in code.split(quote).enumerate() {
+            // Odd pieces are inside quotes.
+            if i % 2 == 1
+                && (literal.starts_with('/') || literal.starts_with("~/"))
+                && !literal.contains(['\n', '$', '{'])
+            {
+                found.push(literal.to_owned());
+            }
+        }
+    }
+    found
 }
 
 /// Arguments that are not options: `--` ends options; `-` is standard input.
@@ -584,4 +615,28 @@ fn looks_like_path(text: &str) -> bool {
     !value.is_empty()
         && !value.contains("://")
         && (value.contains('/') || value.starts_with('.') || value.starts_with('~'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted_paths;
+
+    #[test]
+    fn paths_quoted_in_inline_code_are_found() {
+        assert_eq!(
+            quoted_paths("console.log(require('fs').readFileSync('/h/Private/p.txt', \"utf8\"))"),
+            ["/h/Private/p.txt"]
+        );
+        assert_eq!(
+            quoted_paths("open(\"~/.aws/credentials\").read()"),
+            ["~/.aws/credentials"]
+        );
+        // Built at run time: left to the sandbox.
+        assert!(
+            quoted_paths("open(os.environ['HOME'] + '/x')")
+                .iter()
+                .all(|p| p == "/x")
+        );
+        assert!(quoted_paths("print(1)").is_empty());
+    }
 }

@@ -1,0 +1,108 @@
+//! Asking a person (SPEC P8): the prompt shows the tool, its arguments, what it touches, the
+//! risk, the reason, the safer alternative and how to roll back; the answer is once, for this
+//! session, always (a rule saved in the project's local settings), or no, with an optional word
+//! for the model.
+
+use std::io::{BufRead as _, Write as _};
+
+use warden_protocol::Decision;
+
+/// A person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Once,
+    Session,
+    Always,
+    Deny(Option<String>),
+}
+
+impl Answer {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+            Self::Always => "always",
+            Self::Deny(_) => "deny",
+        }
+    }
+}
+
+/// What is put to the person.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    pub tool: &'a str,
+    pub arguments: &'a str,
+    pub decision: &'a Decision,
+    /// The rule an answer of "session" or "always" would add; `None` when no rule narrow
+    /// enough exists (then only once or no are offered).
+    pub rule: Option<&'a str>,
+}
+
+/// Who answers approval requests.
+pub trait Approver: Send + Sync {
+    fn ask(&self, question: &Question<'_>) -> Answer;
+}
+
+/// Asks on the terminal: the question on standard error, the answer from standard input.
+#[derive(Debug, Default)]
+pub struct Terminal;
+
+impl Approver for Terminal {
+    fn ask(&self, q: &Question<'_>) -> Answer {
+        let mut err = std::io::stderr().lock();
+        let d = q.decision;
+        let _ = writeln!(err, "\n── approval needed ──────────────────────────────");
+        let _ = writeln!(err, "tool:      {}", q.tool);
+        let _ = writeln!(err, "arguments: {}", q.arguments);
+        if let Some(request) = &d.approval {
+            if !request.resources.is_empty() {
+                let _ = writeln!(err, "touches:   {}", request.resources.join(", "));
+            }
+            let _ = writeln!(err, "risk:      {:?}", request.risk);
+            let _ = writeln!(err, "why:       {}", request.why);
+            if let Some(alternative) = &request.alternative {
+                let _ = writeln!(err, "safer:     {alternative}");
+            }
+            let _ = writeln!(err, "undo:      {}", request.rollback);
+        } else {
+            let _ = writeln!(err, "why:       {}", d.reason);
+        }
+        if let Some(rewrite) = &d.rewrite {
+            let _ = writeln!(
+                err,
+                "instead:   {} {} ({})",
+                rewrite.tool, rewrite.target, rewrite.reason
+            );
+        }
+        let choices = if q.rule.is_some() {
+            "[o]nce, [s]ession, [a]lways, [d]eny"
+        } else {
+            "[o]nce, [d]eny"
+        };
+        if let Some(rule) = q.rule {
+            let _ = writeln!(err, "rule:      {rule} (for session or always)");
+        }
+        loop {
+            let _ = write!(err, "allow? {choices}: ");
+            let _ = err.flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return Answer::Deny(None);
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "o" | "once" | "y" | "yes" => return Answer::Once,
+                "s" | "session" if q.rule.is_some() => return Answer::Session,
+                "a" | "always" if q.rule.is_some() => return Answer::Always,
+                "d" | "deny" | "n" | "no" => {
+                    let _ = write!(err, "a word for the model (enter for none): ");
+                    let _ = err.flush();
+                    let mut why = String::new();
+                    let _ = std::io::stdin().lock().read_line(&mut why);
+                    let why = why.trim();
+                    return Answer::Deny((!why.is_empty()).then(|| why.to_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! warden's agent loop (SPEC A2, T2, T3, S1–S3, P8, P9): the model proposes, warden decides.
+//! [`Agent::run`] builds the context, calls the model, checks every call against the policy,
+//! asks a person where the policy says so, runs what is allowed (commands in the sandbox,
+//! read-only calls of one turn at once, results in call order), and saves the session after
+//! every step, until a final answer, a budget, Ctrl-C or an error.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod approve;
+mod extra;
+mod output;
+mod prompt;
+mod run;
+mod state;
+
+pub use approve::{Answer, Approver, Question, Terminal};
+pub use output::{Human, JsonLines, Sink};
+pub use prompt::{INSTRUCTIONS_CAP, instructions, system};
+pub use run::{Agent, Budgets, Interrupt, Status};
+pub use state::{CommandRecord, State};

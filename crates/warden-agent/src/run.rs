@@ -1,0 +1,730 @@
+//! The loop (SPEC A2): build the context, call the model, check each call it makes, ask when the
+//! policy says so, run what is allowed (read-only calls of a turn at once), observe, repeat —
+//! until a final answer, a budget, Ctrl-C or an error. The state is saved after every step.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use warden_config::{RuleList, Settings};
+use warden_model::{Client, Event, Item, Request, ToolCall, ToolDef};
+use warden_policy::{Action, Engine};
+use warden_protocol::{DecisionKind, SessionId, ToolError, ToolErrorKind, ToolResult, ToolStatus};
+use warden_tools::{Checked, OnAsk, Registry, ToolContext, ToolRunner};
+use warden_trace::{AgentSession, TraceStore};
+
+use crate::approve::{Answer, Approver, Question};
+use crate::extra::{self, REQUEST_PERMISSION, UPDATE_PLAN};
+use crate::output::Sink;
+use crate::prompt;
+use crate::state::{CommandRecord, State};
+
+/// Limits of one run; `None` is unlimited.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budgets {
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_seconds: Option<u64>,
+    pub max_tool_calls: Option<u64>,
+    pub max_turns: Option<u64>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// The model gave its final answer.
+    Finished,
+    /// A budget ran out: which one.
+    BudgetExhausted(String),
+    /// Ctrl-C.
+    Interrupted,
+    Error(String),
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::BudgetExhausted(_) => "budget_exhausted",
+            Self::Interrupted => "interrupted",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
+/// Set by Ctrl-C; the loop stops at the next step, and the model call in flight is abandoned.
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Interrupt {
+    pub fn raise(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn raised(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        let notified = self.notify.notified();
+        if self.raised() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Everything one run uses.
+pub struct Agent<'a> {
+    pub settings: &'a Settings,
+    pub client: &'a Client,
+    pub registry: &'a Registry,
+    pub ctx: &'a ToolContext,
+    /// Shared with each turn's runner; changed (a session approval) only between turns.
+    pub engine: Arc<Engine>,
+    pub store: &'a TraceStore,
+    pub session: SessionId,
+    /// The answer when no person is asked.
+    pub on_ask: OnAsk,
+    /// A person to ask, on a terminal.
+    pub approver: Option<&'a dyn Approver>,
+    pub budgets: Budgets,
+    pub sink: &'a mut dyn Sink,
+    pub interrupt: Arc<Interrupt>,
+    /// Whether commands have the network (for the prompt).
+    pub network: bool,
+    pub max_output_tokens: u32,
+}
+
+/// Roughly how many tokens a text takes.
+fn tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+impl Agent<'_> {
+    fn tool_defs(&self) -> Vec<ToolDef> {
+        let mut defs: Vec<ToolDef> = self
+            .registry
+            .specs()
+            .map(|s| ToolDef {
+                name: s.name.to_string(),
+                description: s.description.clone(),
+                parameters: s.parameters.clone(),
+            })
+            .collect();
+        defs.extend(extra::defs());
+        defs
+    }
+
+    fn save(&self, state: &State, status: &str) -> Result<(), String> {
+        let header = AgentSession {
+            session_id: self.session.clone(),
+            started_at: String::new(),
+            updated_at: String::new(),
+            status: status.to_owned(),
+            model: self.client.spec().label(),
+            cwd: self.settings.cwd.display().to_string(),
+            goal: state.goal.clone(),
+        };
+        let value = serde_json::to_value(state).map_err(|e| e.to_string())?;
+        self.store
+            .save_agent_state(&self.session, &header, &value)
+            .map_err(|e| format!("saving the session: {e}"))
+    }
+
+    fn trace(&self, kind: &str, data: &Value) {
+        // The run goes on if an event cannot be written; the tool events themselves are
+        // recorded by the runner, which stops the run when it cannot.
+        let _ = self.store.record_agent_event(&self.session, kind, data);
+    }
+
+    fn exhausted(&self, state: &State, started: Instant) -> Option<String> {
+        let b = &self.budgets;
+        let wall = state.elapsed_ms + u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
+        if b.max_turns.is_some_and(|m| state.turns >= m) {
+            return Some(format!("max_turns ({})", state.turns));
+        }
+        if b.max_tool_calls.is_some_and(|m| state.tool_calls >= m) {
+            return Some(format!("max_tool_calls ({})", state.tool_calls));
+        }
+        if b.max_tokens.is_some_and(|m| state.usage.total() >= m) {
+            return Some(format!("max_tokens ({})", state.usage.total()));
+        }
+        if b.max_cost_usd.is_some_and(|m| state.cost_usd >= m) {
+            return Some(format!("max_cost_usd ({:.4})", state.cost_usd));
+        }
+        if b.max_wall_seconds
+            .is_some_and(|m| wall >= m.saturating_mul(1000))
+        {
+            return Some(format!("max_wall_seconds ({} s)", wall / 1000));
+        }
+        None
+    }
+
+    /// The items sent: everything, unless it outgrows the window; then the oldest whole turns
+    /// after the first message are dropped (the plan and the working set are in the system
+    /// prompt and survive).
+    fn context(&self, state: &State, system: &str) -> Vec<Item> {
+        let window = self.settings.model.context_window.unwrap_or(128_000);
+        let budget = window.saturating_mul(8) / 10;
+        let size = |item: &Item| match item {
+            Item::User { text } => tokens(text),
+            Item::Assistant { text, calls } => {
+                tokens(text) + calls.iter().map(|c| tokens(&c.arguments)).sum::<u64>()
+            }
+            Item::ToolResult { content, .. } => tokens(content),
+        };
+        let mut total: u64 = tokens(system) + state.items.iter().map(size).sum::<u64>();
+        let mut items = state.items.clone();
+        let mut dropped = 0;
+        while total > budget && items.len() > 2 {
+            // Remove the turn after the first message: an assistant item and its results.
+            let mut end = 2;
+            while end < items.len() && matches!(items[end], Item::ToolResult { .. }) {
+                end += 1;
+            }
+            for item in items.drain(1..end) {
+                total = total.saturating_sub(size(&item));
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            items.insert(
+                1,
+                Item::User {
+                    text: format!(
+                        "[{dropped} earlier messages were dropped to fit the context window; \
+                         your plan and what the session knows are in the system prompt]"
+                    ),
+                },
+            );
+        }
+        items
+    }
+
+    /// Runs until the model is done, a budget runs out, Ctrl-C, or an error.
+    pub async fn run(&mut self, state: &mut State) -> Status {
+        let started = Instant::now();
+        let status = self.turns(state, started).await;
+        state.elapsed_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
+        let _ = self.save(state, status.as_str());
+        let mut data = json!({
+            "status": status.as_str(),
+            "usage": state.usage,
+            "costUsd": state.cost_usd,
+            "turns": state.turns,
+            "toolCalls": state.tool_calls,
+            "durationMs": state.elapsed_ms,
+            "sessionId": self.session.as_str(),
+        });
+        match &status {
+            Status::BudgetExhausted(which) => data["budget"] = json!(which),
+            Status::Error(why) => data["error"] = json!(why),
+            Status::Finished | Status::Interrupted => {}
+        }
+        self.trace("session_finished", &data);
+        self.sink.event("session_finished", &data);
+        status
+    }
+
+    async fn turns(&mut self, state: &mut State, started: Instant) -> Status {
+        let tools = self.tool_defs();
+        loop {
+            if self.interrupt.raised() {
+                return Status::Interrupted;
+            }
+            if let Some(which) = self.exhausted(state, started) {
+                return Status::BudgetExhausted(which);
+            }
+            let system = prompt::system(self.settings, state, self.network);
+            let request = Request {
+                items: self.context(state, &system),
+                system,
+                tools: tools.clone(),
+                max_output_tokens: self.max_output_tokens,
+            };
+            let data = json!({"turn": state.turns + 1, "items": request.items.len()});
+            self.trace("model_request", &data);
+            self.sink.event("model_request", &data);
+            let interrupt = self.interrupt.clone();
+            let turn = {
+                let sink = &mut *self.sink;
+                let mut retries = Vec::new();
+                let mut on_event = |event: Event| {
+                    if let Event::Text(text) = event {
+                        sink.text(&text);
+                    }
+                };
+                let mut on_retry = |notice| retries.push(notice);
+                let result = tokio::select! {
+                    turn = self.client.complete(&request, &mut on_event, &mut on_retry) => Some(turn),
+                    () = interrupt.wait() => None,
+                };
+                for notice in retries {
+                    sink.event(
+                        "retry",
+                        &json!({"attempt": notice.attempt, "waitMs": notice.wait.as_millis(), "why": notice.why}),
+                    );
+                }
+                result
+            };
+            let turn = match turn {
+                None => return Status::Interrupted,
+                Some(Err(err)) => return Status::Error(err.to_string()),
+                Some(Ok(turn)) => turn,
+            };
+            state.usage.add(turn.usage);
+            state.cost_usd += self.cost(turn.usage);
+            state.turns += 1;
+            if !turn.text.is_empty() {
+                self.sink
+                    .event("assistant_text", &json!({"text": turn.text}));
+            }
+            state.items.push(Item::Assistant {
+                text: turn.text.clone(),
+                calls: turn.calls.clone(),
+            });
+            state.pending = turn.calls.iter().map(|c| c.id.clone()).collect();
+            if let Err(why) = self.save(state, "running") {
+                return Status::Error(why);
+            }
+            if turn.calls.is_empty() {
+                return Status::Finished;
+            }
+            if let Some(status) = self.calls(state, &turn.calls) {
+                return status;
+            }
+        }
+    }
+
+    fn cost(&self, usage: warden_model::Usage) -> f64 {
+        let spec = self.client.spec();
+        let prices = &self.settings.model.prices;
+        let Some(price) = prices
+            .get(&spec.model)
+            .or_else(|| prices.get(&spec.label()))
+        else {
+            return 0.0;
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let cost = (usage.input_tokens as f64 * price.input_per_mtok
+            + usage.output_tokens as f64 * price.output_per_mtok)
+            / 1_000_000.0;
+        cost
+    }
+
+    /// Checks, approves, runs and records the calls of one turn, in order; read-only calls that
+    /// follow each other run at once. `Some` when the run must stop.
+    #[allow(clippy::too_many_lines)]
+    fn calls(&mut self, state: &mut State, calls: &[ToolCall]) -> Option<Status> {
+        let mut new_rules: Vec<String> = Vec::new();
+        let mut stop: Option<Status> = None;
+        // Decide every call first (asking where needed), then run.
+        let mut prepared: Vec<Prepared> = Vec::new();
+        {
+            let engine = Arc::clone(&self.engine);
+            let runner = match ToolRunner::new(
+                self.registry,
+                self.ctx,
+                &engine,
+                Some(self.store),
+                self.session.clone(),
+            ) {
+                Ok(r) => r.with_on_ask(self.on_ask),
+                Err(err) => return Some(Status::Error(format!("the trace: {err}"))),
+            };
+            for call in calls {
+                if stop.is_none() {
+                    if self.interrupt.raised() {
+                        stop = Some(Status::Interrupted);
+                    } else if self
+                        .budgets
+                        .max_tool_calls
+                        .is_some_and(|m| state.tool_calls >= m)
+                    {
+                        stop = Some(Status::BudgetExhausted(format!(
+                            "max_tool_calls ({})",
+                            state.tool_calls
+                        )));
+                    }
+                }
+                if let Some(status) = &stop {
+                    let why = match status {
+                        Status::Interrupted => "interrupted: the run was stopped before this call",
+                        _ => "not run: the run's budget of tool calls is spent",
+                    };
+                    prepared.push(Prepared::Answered(call.clone(), Err(why.to_owned())));
+                    continue;
+                }
+                state.tool_calls += 1;
+                let args: Result<Value, String> =
+                    serde_json::from_str(&call.arguments).map_err(|e| {
+                        format!("the arguments are not valid JSON ({e}): {}", call.arguments)
+                    });
+                self.sink.event(
+                    "tool_call",
+                    &json!({"id": call.id, "name": call.name, "arguments": args.clone().unwrap_or_else(|_| json!(call.arguments))}),
+                );
+                if call.name == UPDATE_PLAN {
+                    let answer = args.and_then(|a| extra::update_plan(state, &a));
+                    prepared.push(Prepared::Answered(call.clone(), answer));
+                    continue;
+                }
+                if call.name == REQUEST_PERMISSION {
+                    let answer = args
+                        .and_then(|a| extra::permission(&a))
+                        .and_then(|(rule, reason)| self.permission(&rule, &reason, &mut new_rules));
+                    prepared.push(Prepared::Answered(call.clone(), answer));
+                    continue;
+                }
+                let mut checked = match args {
+                    Ok(args) => runner.check(&call.name, args),
+                    Err(why) => {
+                        let mut checked = runner.check(&call.name, Value::Null);
+                        checked.invalid =
+                            Some(ToolError::new(ToolErrorKind::InvalidArguments, why));
+                        checked
+                    }
+                };
+                let d = &checked.decision;
+                self.sink.event(
+                    "policy_decision",
+                    &json!({"id": call.id, "decision": d.decision.as_str(), "risk": d.risk, "reason": d.reason, "layer": d.layer.as_str(), "rule": d.rule}),
+                );
+                if checked.needs_approval() {
+                    self.approve(&mut checked, &mut new_rules);
+                }
+                prepared.push(Prepared::Checked(call.clone(), Box::new(checked)));
+            }
+        }
+        for rule in &new_rules {
+            if Arc::make_mut(&mut self.engine)
+                .allow_for_session(rule)
+                .is_ok()
+                && !state.session_rules.contains(rule)
+            {
+                state.session_rules.push(rule.clone());
+            }
+        }
+        let engine = Arc::clone(&self.engine);
+        let mut runner = match ToolRunner::new(
+            self.registry,
+            self.ctx,
+            &engine,
+            Some(self.store),
+            self.session.clone(),
+        ) {
+            Ok(r) => r,
+            Err(err) => return Some(Status::Error(format!("the trace: {err}"))),
+        };
+        let executor = runner.executor();
+        // Runs of read-only, allowed calls go together; everything else one by one.
+        let mut index = 0;
+        while index < prepared.len() {
+            let parallel = |p: &Prepared| match p {
+                Prepared::Checked(_, checked) => {
+                    checked.decision.decision == DecisionKind::Allow
+                        && checked.invalid.is_none()
+                        && self
+                            .registry
+                            .spec(&checked.name)
+                            .is_some_and(|s| s.read_only)
+                }
+                Prepared::Answered(..) => false,
+            };
+            let mut end = index + 1;
+            if parallel(&prepared[index]) {
+                while end < prepared.len() && parallel(&prepared[end]) {
+                    end += 1;
+                }
+            }
+            if self.interrupt.raised() && stop.is_none() {
+                stop = Some(Status::Interrupted);
+            }
+            let group = &prepared[index..end];
+            let results: Vec<Option<ToolResult>> = if stop.is_some() {
+                group.iter().map(|_| None).collect()
+            } else {
+                tokio::task::block_in_place(|| {
+                    std::thread::scope(|scope| {
+                        let handles: Vec<_> = group
+                            .iter()
+                            .map(|p| match p {
+                                Prepared::Checked(_, checked) if group.len() > 1 => {
+                                    Some(scope.spawn(move || executor.execute(checked)))
+                                }
+                                _ => None,
+                            })
+                            .collect();
+                        group
+                            .iter()
+                            .zip(handles)
+                            .map(|(p, handle)| match (p, handle) {
+                                (_, Some(handle)) => handle.join().ok(),
+                                (Prepared::Checked(_, checked), None) => {
+                                    Some(executor.execute(checked))
+                                }
+                                (Prepared::Answered(..), None) => None,
+                            })
+                            .collect()
+                    })
+                })
+            };
+            for (p, result) in prepared[index..end].iter().zip(results) {
+                if let Err(why) = self.observe(state, &mut runner, p, result) {
+                    return Some(Status::Error(why));
+                }
+            }
+            index = end;
+        }
+        // The working set from what the tools actually did.
+        let ws = runner.working_set();
+        state
+            .working_set
+            .files_read
+            .extend(ws.files_read.iter().cloned());
+        state
+            .working_set
+            .files_edited
+            .extend(ws.files_edited.iter().cloned());
+        if let Err(why) = self.save(state, "running") {
+            return Some(Status::Error(why));
+        }
+        stop
+    }
+
+    /// Records one call's result, hands it to the model's conversation and saves.
+    fn observe(
+        &mut self,
+        state: &mut State,
+        runner: &mut ToolRunner<'_>,
+        prepared: &Prepared,
+        result: Option<ToolResult>,
+    ) -> Result<(), String> {
+        let cap = usize::try_from(self.settings.context.tool_output_tokens.saturating_mul(4))
+            .unwrap_or(usize::MAX);
+        let (call, content, is_error, event) = match (prepared, result) {
+            (Prepared::Answered(call, answer), _) => {
+                let (content, is_error) = match answer {
+                    Ok(value) => (value.to_string(), false),
+                    Err(why) => (json!({"error": {"message": why}}).to_string(), true),
+                };
+                let event = json!({"id": call.id, "name": call.name, "status": if is_error { "error" } else { "ok" }});
+                (call, content, is_error, event)
+            }
+            (Prepared::Checked(call, _), None) => {
+                let why = "interrupted: the run was stopped before this call ran";
+                let content = json!({"error": {"message": why}}).to_string();
+                let event = json!({"id": call.id, "name": call.name, "status": "interrupted"});
+                (call, content, true, event)
+            }
+            (Prepared::Checked(call, checked), Some(result)) => {
+                runner
+                    .record((**checked).clone(), &result)
+                    .map_err(|e| format!("recording a tool call in the trace: {e}"))?;
+                let mut event =
+                    json!({"id": call.id, "name": call.name, "status": status_name(result.status)});
+                if call.name == "bash" {
+                    let command = checked.args.get("command").and_then(Value::as_str);
+                    let exit = result
+                        .output
+                        .as_ref()
+                        .and_then(|o| o.get("exitCode"))
+                        .and_then(Value::as_i64);
+                    if let Some(command) = command {
+                        state.commands.push(CommandRecord {
+                            command: command.to_owned(),
+                            exit_code: exit,
+                        });
+                    }
+                    if let Some(exit) = exit {
+                        event["exitCode"] = json!(exit);
+                    }
+                }
+                let (content, is_error) = match (&result.output, &result.error) {
+                    (Some(output), _) => (output.to_string(), false),
+                    (None, Some(err)) => {
+                        event["error"] = json!(err.message);
+                        (json!({"error": err}).to_string(), true)
+                    }
+                    (None, None) => ("{}".to_owned(), false),
+                };
+                (call, content, is_error, event)
+            }
+        };
+        let content = cap_output(content, cap);
+        self.sink.event("tool_result", &event);
+        state.items.push(Item::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error,
+        });
+        state.pending.retain(|id| *id != call.id);
+        self.save(state, "running")
+    }
+
+    /// Puts a call to a person (or answers it with `--on-ask`).
+    fn approve(&mut self, checked: &mut Checked, new_rules: &mut Vec<String>) {
+        let escalation = checked.decision.decision == DecisionKind::RequireEscalation;
+        let rule = remembered(&self.engine, &checked.name, &checked.args);
+        let arguments = checked.args.to_string();
+        let request = json!({"tool": checked.name, "arguments": checked.args, "decision": checked.decision.decision.as_str(), "reason": checked.decision.reason, "rule": rule});
+        self.trace("approval_requested", &request);
+        self.sink.event("approval_requested", &request);
+        let answer = match self.approver {
+            // A wider sandbox for one call is not offered yet: the call is refused, with the
+            // reason, and the model may ask with requestPermission.
+            Some(_) | None if escalation => Answer::Deny(Some(
+                "this needs a wider sandbox than the session has, which warden does not grant \
+                 per call yet"
+                    .to_owned(),
+            )),
+            Some(approver) => approver.ask(&Question {
+                tool: &checked.name,
+                arguments: &arguments,
+                decision: &checked.decision,
+                rule: rule.as_deref(),
+            }),
+            // `--on-ask allow` was applied by the runner already; what is left is refused.
+            None => Answer::Deny(None),
+        };
+        match &answer {
+            Answer::Once => checked.approve("approved once by the user"),
+            Answer::Session | Answer::Always => {
+                checked.approve(if answer == Answer::Always {
+                    "approved always by the user"
+                } else {
+                    "approved for this session by the user"
+                });
+                if let Some(rule) = &rule {
+                    new_rules.push(rule.clone());
+                    if answer == Answer::Always {
+                        let _ = warden_config::remember_rule(
+                            &self.settings.project_root,
+                            RuleList::Allow,
+                            rule,
+                        );
+                    }
+                }
+            }
+            // No one to ask: the call stays unapproved, and the model is told it needs approval.
+            Answer::Deny(None) if self.approver.is_none() && !escalation => {}
+            Answer::Deny(message) => {
+                let how = match message {
+                    Some(m) => format!("denied by the user, who says: {m}"),
+                    None => "denied by the user".to_owned(),
+                };
+                checked.refuse(&how);
+            }
+        }
+        let resolved = json!({"tool": checked.name, "answer": answer.as_str(), "rule": rule});
+        self.trace("approval_resolved", &resolved);
+        self.sink.event("approval_resolved", &resolved);
+    }
+
+    /// A `requestPermission` call: granted, the rule holds for the rest of the session.
+    fn permission(
+        &mut self,
+        rule: &str,
+        reason: &str,
+        new_rules: &mut Vec<String>,
+    ) -> Result<Value, String> {
+        // The rule must parse before anyone is asked about it.
+        let mut probe = (*self.engine).clone();
+        probe
+            .allow_for_session(rule)
+            .map_err(|e| format!("requestPermission: {e}"))?;
+        let request = json!({"tool": REQUEST_PERMISSION, "rule": rule, "reason": reason});
+        self.trace("approval_requested", &request);
+        self.sink.event("approval_requested", &request);
+        let decision = warden_protocol::Decision {
+            reason: reason.to_owned(),
+            ..warden_protocol::Decision::unchecked()
+        };
+        let answer = match (self.approver, self.on_ask) {
+            (Some(approver), _) => approver.ask(&Question {
+                tool: REQUEST_PERMISSION,
+                arguments: rule,
+                decision: &decision,
+                rule: Some(rule),
+            }),
+            (None, OnAsk::Allow) => Answer::Session,
+            (None, OnAsk::Deny) => Answer::Deny(None),
+        };
+        let resolved = json!({"tool": REQUEST_PERMISSION, "answer": answer.as_str(), "rule": rule});
+        self.trace("approval_resolved", &resolved);
+        self.sink.event("approval_resolved", &resolved);
+        match answer {
+            Answer::Deny(message) => Err(format!(
+                "permission {rule} was not granted{}",
+                message.map(|m| format!(": {m}")).unwrap_or_default()
+            )),
+            Answer::Always => {
+                let _ = warden_config::remember_rule(
+                    &self.settings.project_root,
+                    RuleList::Allow,
+                    rule,
+                );
+                new_rules.push(rule.to_owned());
+                Ok(json!({"granted": rule, "for": "always"}))
+            }
+            Answer::Once | Answer::Session => {
+                new_rules.push(rule.to_owned());
+                Ok(json!({"granted": rule, "for": "session"}))
+            }
+        }
+    }
+}
+
+/// A call ready to run, or already answered by the loop itself.
+enum Prepared {
+    Checked(ToolCall, Box<Checked>),
+    Answered(ToolCall, Result<Value, String>),
+}
+
+fn status_name(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Ok => "ok",
+        ToolStatus::Denied => "denied",
+        ToolStatus::Error => "error",
+    }
+}
+
+/// The rule that remembers an approval of this call, if one narrow enough exists.
+fn remembered(engine: &Engine, name: &str, args: &Value) -> Option<String> {
+    let arg = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    match name {
+        "bash" => {
+            let command = arg("command")?;
+            let verdict = engine.explain(&Action::Bash(command));
+            let rules = warden_policy::remembered_rule(verdict.analysis.as_ref()?)?;
+            // One rule per approval; a compound command is approved once.
+            (rules.len() == 1).then(|| rules[0].clone())
+        }
+        "writeFile" => arg("path").map(|p| format!("Write({p})")),
+        "editFile" => arg("path").map(|p| format!("Edit({p})")),
+        _ => None,
+    }
+}
+
+/// A tool output as the model gets it: at most `cap` bytes, saying when it was cut.
+fn cap_output(content: String, cap: usize) -> String {
+    if content.len() <= cap {
+        return content;
+    }
+    let mut end = cap;
+    while !content.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [truncated: {} more bytes of this output were dropped]",
+        &content[..end],
+        content.len() - end
+    )
+}

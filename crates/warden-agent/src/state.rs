@@ -1,0 +1,40 @@
+//! What a run keeps, saved to the trace after every change so that `warden resume` can go on
+//! from the last one.
+
+use serde::{Deserialize, Serialize};
+use warden_model::{Item, Usage};
+use warden_protocol::WorkingSet;
+
+/// The state of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// The task as first given.
+    pub goal: String,
+    /// The conversation after the system prompt.
+    pub items: Vec<Item>,
+    /// The model's plan, as it keeps it with `updatePlan`.
+    pub plan: Vec<String>,
+    pub working_set: WorkingSet,
+    /// Commands run and how they ended (the failures are what matter).
+    pub commands: Vec<CommandRecord>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub turns: u64,
+    pub tool_calls: u64,
+    /// Milliseconds spent in earlier processes of this run (a resumed run adds its own).
+    pub elapsed_ms: u64,
+    /// Calls of the last model turn that have no result yet: if the process dies, these were
+    /// running (or about to), and a resumed run reports them as interrupted.
+    pub pending: Vec<String>,
+    /// Rules approved "for this session", applied again on resume.
+    pub session_rules: Vec<String>,
+}
+
+/// A command the run executed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandRecord {
+    pub command: String,
+    pub exit_code: Option<i64>,
+}
