@@ -572,19 +572,29 @@ impl Agent<'_> {
     /// Puts a call to a person (or answers it with `--on-ask`).
     fn approve(&mut self, checked: &mut Checked, new_rules: &mut Vec<String>) {
         let escalation = checked.decision.decision == DecisionKind::RequireEscalation;
-        let rule = remembered(&self.engine, &checked.name, &checked.args);
+        // Only a plain approval can be remembered: a rewrite or a wider sandbox is for this
+        // call alone.
+        let rule = if checked.decision.decision == DecisionKind::RequireApproval {
+            remembered(&self.engine, &checked.name, &checked.args)
+        } else {
+            None
+        };
         let arguments = checked.args.to_string();
         let request = json!({"tool": checked.name, "arguments": checked.args, "decision": checked.decision.decision.as_str(), "reason": checked.decision.reason, "rule": rule});
         self.trace("approval_requested", &request);
         self.sink.event("approval_requested", &request);
+        // The one wider sandbox granted for a call is the network for a command that needs it.
+        let network =
+            escalation && checked.name == "bash" && needs_network(&self.engine, &checked.args);
         let answer = match self.approver {
-            // A wider sandbox for one call is not offered yet: the call is refused, with the
-            // reason, and the model may ask with requestPermission.
-            Some(_) | None if escalation => Answer::Deny(Some(
-                "this needs a wider sandbox than the session has, which warden does not grant \
-                 per call yet"
+            Some(_) | None if escalation && !network => Answer::Deny(Some(
+                "this needs a wider sandbox than the session has (writing outside the writable \
+                 roots); warden grants only the network for one command — ask the user to add \
+                 the path to [sandbox.filesystem] allow_write"
                     .to_owned(),
             )),
+            // A flag never widens the sandbox.
+            None if escalation => Answer::Deny(None),
             Some(approver) => approver.ask(&Question {
                 tool: &checked.name,
                 arguments: &arguments,
@@ -595,6 +605,23 @@ impl Agent<'_> {
             None => Answer::Deny(None),
         };
         match &answer {
+            Answer::Once | Answer::Session | Answer::Always if network => {
+                checked.approve("the network for this one command, approved by the user");
+                checked.network_once = true;
+            }
+            Answer::Once if checked.decision.decision == DecisionKind::Rewrite => {
+                match rewritten(
+                    &checked.name,
+                    &checked.args,
+                    checked.decision.rewrite.as_ref(),
+                ) {
+                    Some(args) => {
+                        checked.args = args;
+                        checked.approve("the suggested rewrite, approved once by the user");
+                    }
+                    None => checked.refuse("the rewrite could not be applied; not run"),
+                }
+            }
             Answer::Once => checked.approve("approved once by the user"),
             Answer::Session | Answer::Always => {
                 checked.approve(if answer == Answer::Always {
@@ -694,6 +721,30 @@ fn status_name(status: ToolStatus) -> &'static str {
         ToolStatus::Denied => "denied",
         ToolStatus::Error => "error",
     }
+}
+
+/// Whether a shell command needs the network.
+fn needs_network(engine: &Engine, args: &Value) -> bool {
+    let Some(command) = args.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    engine
+        .explain(&Action::Bash(command.to_owned()))
+        .analysis
+        .is_some_and(|a| a.commands.iter().any(|c| c.flags.network))
+}
+
+/// The arguments of the suggested rewrite, when it is the same tool with another target.
+fn rewritten(
+    name: &str,
+    args: &Value,
+    rewrite: Option<&warden_protocol::Rewrite>,
+) -> Option<Value> {
+    let rewrite = rewrite.filter(|r| r.tool == name)?;
+    let mut args = args.clone();
+    let key = if name == "bash" { "command" } else { "path" };
+    *args.get_mut(key)? = Value::String(rewrite.target.clone());
+    Some(args)
 }
 
 /// The rule that remembers an approval of this call, if one narrow enough exists.

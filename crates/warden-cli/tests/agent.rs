@@ -589,3 +589,208 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// Runs warden on a new pseudo-terminal, typing the next of `answers` each time it asks
+/// "allow?" (and an empty line when it asks for a word for the model). Returns the terminal's
+/// text and the exit code.
+fn on_a_terminal(p: &Project, args: &[&str], answers: &[&str]) -> Run {
+    const HARNESS: &str = r"import os, pty, sys, json
+answers = json.loads(sys.argv[1])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+out = b''
+asked = 0
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+    while out.count(b'allow? ') > asked:
+        answer = answers[asked] if asked < len(answers) else 'd'
+        asked += 1
+        os.write(fd, (answer + '\n').encode())
+    if out.endswith(b'(enter for none): '):
+        os.write(fd, b'\n')
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+sys.exit(os.waitstatus_to_exitcode(status))
+";
+    let cmd = p.command();
+    let program = cmd.get_program().to_owned();
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    let mut python = Command::new("python3");
+    python
+        .arg("-c")
+        .arg(HARNESS)
+        .arg(serde_json::to_string(answers).unwrap())
+        .arg(program)
+        .args(args)
+        .current_dir(p.root())
+        .env_clear()
+        .envs(envs);
+    finish(&python.output().unwrap())
+}
+
+#[test]
+fn approvals_on_a_terminal_once_session_always_and_deny() {
+    let p = Project::new();
+    if !sandbox_ok(&p) {
+        return;
+    }
+    name_cleaner(&p);
+    let test = |id| Call::new(id, "bash", &json!({"command": "npm test"}));
+    let server = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new("o1", "bash", &json!({"command": "node --test"}))],
+            9,
+        ),
+        openai::calls("", &[test("s1")], 9),
+        openai::calls("", &[test("s2")], 9),
+        openai::calls(
+            "",
+            &[Call::new(
+                "a1",
+                "editFile",
+                &json!({"path": "src/slugify.js", "oldString": "/\\s/g", "newString": "/\\s+/g"}),
+            )],
+            9,
+        ),
+        openai::calls(
+            "",
+            &[Call::new("d1", "bash", &json!({"command": "npm run lint"}))],
+            9,
+        ),
+        openai::text("Done."),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let run = on_a_terminal(
+        &p,
+        &[
+            "run",
+            "--model",
+            "openai/test-model",
+            "--base-url",
+            &base,
+            "fix it",
+        ],
+        &["o", "s", "a", "d"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    // Four questions: the second npm test was covered by the session rule.
+    assert_eq!(run.stdout.matches("allow? ").count(), 4, "{}", run.stdout);
+    assert!(run.stdout.contains("approval needed") && run.stdout.contains("risk:"));
+    let result = |n: usize, id: &str| {
+        results_sent(&server, n)
+            .into_iter()
+            .find(|(i, _)| i == id)
+            .unwrap()
+            .1
+    };
+    assert!(
+        result(1, "o1").contains("\"exitCode\":"),
+        "{}",
+        result(1, "o1")
+    );
+    assert!(result(2, "s1").contains("\"exitCode\":"));
+    assert!(result(3, "s2").contains("\"exitCode\":"));
+    assert!(
+        std::fs::read_to_string(p.root().join("src/slugify.js"))
+            .unwrap()
+            .contains("/\\s+/g")
+    );
+    let local = std::fs::read_to_string(p.root().join(".warden/settings.local.toml")).unwrap();
+    assert!(local.contains("Edit(src/slugify.js)"), "{local}");
+    assert!(
+        !local.contains("npm test"),
+        "a session answer is not saved: {local}"
+    );
+    assert!(
+        result(5, "d1").contains("denied by the user"),
+        "{}",
+        result(5, "d1")
+    );
+}
+
+#[test]
+fn ctrl_c_kills_the_running_command_saves_and_exits_130() {
+    let p = Project::new();
+    if !sandbox_ok(&p) {
+        return;
+    }
+    let server = FakeProvider::start(vec![openai::calls(
+        "",
+        &[Call::new(
+            "s1",
+            "bash",
+            &json!({"command": "touch begun; sleep 31419"}),
+        )],
+        20,
+    )]);
+    let base = format!("{}/v1", server.url());
+    let child = p
+        .command()
+        .args([
+            "run",
+            "--json",
+            "--model",
+            "openai/test-model",
+            "--base-url",
+            &base,
+        ])
+        .args([
+            "--allow",
+            "Bash(touch *)",
+            "--allow",
+            "Bash(sleep *)",
+            "wait",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !p.root().join("begun").exists() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"status\":\"interrupted\""), "{stdout}");
+    let alive = finish(
+        &Command::new("pgrep")
+            .args(["-f", "sleep 31419"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        alive.stdout.trim().is_empty(),
+        "the command outlived Ctrl-C"
+    );
+    let sessions: Value = serde_json::from_str(&p.run(&["sessions", "--json"]).stdout).unwrap();
+    assert_eq!(sessions[0]["status"], "interrupted");
+}

@@ -89,6 +89,9 @@ impl Tool for Bash {
         let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
             .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
         request.workspace.clone_from(workspace);
+        if ctx.network_once.load(std::sync::atomic::Ordering::SeqCst) {
+            request.network = true;
+        }
         if let (Some(asked), Some(limit)) = (args.timeout_seconds, request.limits.timeout_ms) {
             request.limits.timeout_ms = Some(asked.saturating_mul(1000).min(limit));
         }

@@ -93,6 +93,9 @@ pub struct ToolContext {
     pub sandbox_helper: Option<PathBuf>,
     /// Background commands of this session; stopped when the context is dropped.
     pub jobs: Jobs,
+    /// The next shell command runs with the network on: an escalation a person approved for
+    /// that one call.
+    pub network_once: std::sync::atomic::AtomicBool,
 }
 
 impl ToolContext {
@@ -126,6 +129,7 @@ impl ToolContext {
             settings: settings.clone(),
             sandbox_helper: None,
             jobs: Jobs::default(),
+            network_once: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }

@@ -151,6 +151,7 @@ impl<'a> ToolRunner<'a> {
             started,
             invalid,
             decision,
+            network_once: false,
         }
     }
 
@@ -229,11 +230,9 @@ impl<'a> ToolRunner<'a> {
         } else {
             self.policy.check(&action(name, args)).decision
         };
-        let askable = matches!(
-            decision.decision,
-            DecisionKind::RequireApproval | DecisionKind::Rewrite
-        );
-        if askable && self.on_ask == OnAsk::Allow {
+        // Only a plain approval: a rewrite is never run silently, and an escalation (a wider
+        // sandbox) is never granted by a flag.
+        if decision.decision == DecisionKind::RequireApproval && self.on_ask == OnAsk::Allow {
             decision.reason = format!(
                 "approved non-interactively (--on-ask allow): {}",
                 decision.reason
@@ -257,6 +256,8 @@ pub struct Checked {
     /// Why the arguments were refused before the policy was asked.
     pub invalid: Option<ToolError>,
     pub decision: Decision,
+    /// An approved escalation: this one command runs with the network on.
+    pub network_once: bool,
 }
 
 impl Checked {
@@ -302,10 +303,16 @@ impl Executor<'_> {
         }
         let decision = &checked.decision;
         if decision.decision == DecisionKind::Allow {
-            return match self
+            self.ctx
+                .network_once
+                .store(checked.network_once, std::sync::atomic::Ordering::SeqCst);
+            let called = self
                 .registry
-                .call(self.ctx, &checked.name, checked.args.clone())
-            {
+                .call(self.ctx, &checked.name, checked.args.clone());
+            self.ctx
+                .network_once
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+            return match called {
                 Ok(output) => ToolResult {
                     tool,
                     status: ToolStatus::Ok,
