@@ -99,6 +99,8 @@ pub struct Agent<'a> {
     /// Whether commands have the network (for the prompt).
     pub network: bool,
     pub max_output_tokens: u32,
+    /// How many items of the conversation are saved already (those loaded, on resume).
+    pub saved_items: std::cell::Cell<usize>,
 }
 
 /// Roughly how many tokens a text takes.
@@ -132,9 +134,17 @@ impl Agent<'_> {
             goal: state.goal.clone(),
         };
         let value = serde_json::to_value(state).map_err(|e| e.to_string())?;
+        let first = self.saved_items.get().min(state.items.len());
+        let new = state.items[first..]
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
         self.store
-            .save_agent_state(&self.session, &header, &value)
-            .map_err(|e| format!("saving the session: {e}"))
+            .save_agent_state(&self.session, &header, &value, first, &new)
+            .map_err(|e| format!("saving the session: {e}"))?;
+        self.saved_items.set(state.items.len());
+        Ok(())
     }
 
     fn trace(&self, kind: &str, data: &Value) {
@@ -482,19 +492,6 @@ impl Agent<'_> {
             }
             index = end;
         }
-        // The working set from what the tools actually did.
-        let ws = runner.working_set();
-        state
-            .working_set
-            .files_read
-            .extend(ws.files_read.iter().cloned());
-        state
-            .working_set
-            .files_edited
-            .extend(ws.files_edited.iter().cloned());
-        if let Err(why) = self.save(state, "running") {
-            return Some(Status::Error(why));
-        }
         stop
     }
 
@@ -527,6 +524,11 @@ impl Agent<'_> {
                 runner
                     .record((**checked).clone(), &result)
                     .map_err(|e| format!("recording a tool call in the trace: {e}"))?;
+                // The working set from what the tools actually did.
+                let ws = runner.working_set();
+                let known = &mut state.working_set;
+                known.files_read.extend(ws.files_read.iter().cloned());
+                known.files_edited.extend(ws.files_edited.iter().cloned());
                 let mut event =
                     json!({"id": call.id, "name": call.name, "status": status_name(result.status)});
                 if call.name == "bash" {

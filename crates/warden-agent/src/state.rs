@@ -11,7 +11,8 @@ use warden_protocol::WorkingSet;
 pub struct State {
     /// The task as first given.
     pub goal: String,
-    /// The conversation after the system prompt.
+    /// The conversation after the system prompt: saved apart, one row per item, each once.
+    #[serde(skip)]
     pub items: Vec<Item>,
     /// The model's plan, as it keeps it with `updatePlan`.
     pub plan: Vec<String>,

@@ -18,6 +18,10 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     /// Written one after the other, each flushed: a stream in pieces.
     pub chunks: Vec<String>,
+    /// The pause between chunks.
+    pub pause: std::time::Duration,
+    /// The wait before the reply begins (a model thinking).
+    pub delay: std::time::Duration,
 }
 
 impl Reply {
@@ -27,7 +31,23 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             chunks: vec![json!({"error": {"message": message}}).to_string()],
+            pause: std::time::Duration::ZERO,
+            delay: std::time::Duration::ZERO,
         }
+    }
+
+    /// The reply with no pause between its chunks.
+    #[must_use]
+    pub fn fast(mut self) -> Self {
+        self.pause = std::time::Duration::ZERO;
+        self
+    }
+
+    /// The reply after a wait.
+    #[must_use]
+    pub fn delayed(mut self, delay: std::time::Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     #[must_use]
@@ -41,6 +61,8 @@ impl Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             chunks: events,
+            pause: std::time::Duration::from_millis(1),
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -345,6 +367,7 @@ fn serve(stream: &TcpStream, state: &Arc<Mutex<Shared>>) {
                 .pop_front()
                 .unwrap_or_else(|| Reply::status(500, "the script has no more replies"))
         };
+        std::thread::sleep(reply.delay);
         let mut out = stream.try_clone().unwrap();
         let streamed = reply.headers.iter().any(|(_, v)| v == "text/event-stream");
         let mut head = format!("HTTP/1.1 {} X\r\n", reply.status);
@@ -358,7 +381,7 @@ fn serve(stream: &TcpStream, state: &Arc<Mutex<Shared>>) {
             for chunk in &reply.chunks {
                 let _ = out.write_all(chunk.as_bytes());
                 let _ = out.flush();
-                std::thread::sleep(std::time::Duration::from_millis(1));
+                std::thread::sleep(reply.pause);
             }
             let _ = out.shutdown(std::net::Shutdown::Both);
             return;

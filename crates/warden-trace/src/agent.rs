@@ -24,36 +24,73 @@ pub struct AgentSession {
 }
 
 impl TraceStore {
-    /// Saves the state of run `session` (a JSON document the agent defines), redacted, in one
+    /// Saves the state of run `session` (a JSON document the agent defines) and the items of
+    /// its conversation from `first` on (those before are stored already), redacted, in one
     /// committed transaction: a crash leaves the previous state or this one, never half.
     pub fn save_agent_state(
         &self,
         session: &SessionId,
         header: &AgentSession,
         state: &Value,
+        first: usize,
+        items: &[Value],
     ) -> Result<(), TraceError> {
         let now = now_rfc3339();
         let state = redact_value(state).to_string();
-        self.conn()
-            .execute(
-                "INSERT INTO agent_sessions
+        let tx = self
+            .conn()
+            .unchecked_transaction()
+            .map_err(|source| self.sqlite_error(source))?;
+        for (offset, item) in items.iter().enumerate() {
+            let idx = i64::try_from(first + offset).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT OR REPLACE INTO agent_items (session_id, idx, item) VALUES (?1, ?2, ?3)",
+                params![session.as_str(), idx, redact_value(item).to_string()],
+            )
+            .map_err(|source| self.sqlite_error(source))?;
+        }
+        tx.execute(
+            "INSERT INTO agent_sessions
                      (session_id, started_at, updated_at, status, model, cwd, goal, state)
                  VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (session_id) DO UPDATE SET
                      updated_at = excluded.updated_at, status = excluded.status,
                      model = excluded.model, state = excluded.state",
-                params![
-                    session.as_str(),
-                    now,
-                    header.status,
-                    header.model,
-                    header.cwd,
-                    redact(&header.goal),
-                    state
-                ],
-            )
-            .map_err(|source| self.sqlite_error(source))?;
+            params![
+                session.as_str(),
+                now,
+                header.status,
+                header.model,
+                header.cwd,
+                redact(&header.goal),
+                state
+            ],
+        )
+        .map_err(|source| self.sqlite_error(source))?;
+        tx.commit().map_err(|source| self.sqlite_error(source))?;
         Ok(())
+    }
+
+    /// The stored conversation of run `session`, in order.
+    pub fn agent_items(&self, session: &SessionId) -> Result<Vec<Value>, TraceError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT item FROM agent_items WHERE session_id = ?1 ORDER BY idx")
+            .map_err(|source| self.sqlite_error(source))?;
+        let rows = stmt
+            .query_map([session.as_str()], |row| row.get::<_, String>(0))
+            .map_err(|source| self.sqlite_error(source))?;
+        let mut items = Vec::new();
+        for row in rows {
+            let text = row.map_err(|source| self.sqlite_error(source))?;
+            items.push(serde_json::from_str(&text).map_err(|e| TraceError::BadRow {
+                path: self.path().to_owned(),
+                table: "agent_items",
+                row: 0,
+                reason: format!("session {session}: an item is not JSON: {e}"),
+            })?);
+        }
+        Ok(items)
     }
 
     /// The saved state of run `session`, if there is one.

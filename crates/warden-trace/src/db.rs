@@ -96,6 +96,14 @@ const MIGRATIONS: &[&str] = &[
         data TEXT NOT NULL
     ) STRICT;
     CREATE INDEX agent_events_by_session ON agent_events (session_id, id);",
+    // 6: the conversation of agent runs, one row per item, written once: saving a run's state
+    // costs what changed, not the whole conversation again.
+    "CREATE TABLE agent_items (
+        session_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        PRIMARY KEY (session_id, idx)
+    ) STRICT;",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -277,7 +285,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 8);
+        assert_eq!(tables, 9);
     }
 
     #[test]

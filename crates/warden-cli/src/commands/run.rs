@@ -32,7 +32,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &AgentArgs, prompt: &str) -> Resul
         }],
         ..State::default()
     };
-    start(dir, args, SessionId::new(), state, None)
+    start(dir, args, SessionId::new(), state, None, 0)
 }
 
 pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, CliError> {
@@ -44,9 +44,16 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         .ok_or_else(|| {
             CliError::usage(anyhow!("no saved run {session} (see `warden sessions`)"))
         })?;
-    let mut state: State = serde_json::from_value(saved).map_err(|e| {
+    let unreadable = |e: &dyn std::fmt::Display| {
         CliError::failure(anyhow!("the saved state of {session} is unreadable: {e}"))
-    })?;
+    };
+    let mut state: State = serde_json::from_value(saved).map_err(|e| unreadable(&e))?;
+    for item in store.agent_items(&session).map_err(CliError::failure)? {
+        state
+            .items
+            .push(serde_json::from_value(item).map_err(|e| unreadable(&e))?);
+    }
+    let saved_items = state.items.len();
     interrupted_calls(&mut state);
     match &args.prompt {
         Some(prompt) => state.items.push(Item::User {
@@ -60,7 +67,14 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         None => {}
     }
     let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
-    start(dir, &args.agent, session, state, Some(header.model))
+    start(
+        dir,
+        &args.agent,
+        session,
+        state,
+        Some(header.model),
+        saved_items,
+    )
 }
 
 /// Calls that were running when the process died get an answer saying so: never run again
@@ -130,6 +144,7 @@ fn start(
     session: SessionId,
     mut state: State,
     saved_model: Option<String>,
+    saved_items: usize,
 ) -> Result<Exit, CliError> {
     let settings =
         load_settings_with(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
@@ -210,6 +225,7 @@ fn start(
         interrupt,
         network: settings.sandbox.network.mode == "on",
         max_output_tokens: MAX_OUTPUT_TOKENS,
+        saved_items: std::cell::Cell::new(saved_items),
     };
     let status = runtime.block_on(agent.run(&mut state));
     drop(agent);

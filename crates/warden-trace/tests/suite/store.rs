@@ -236,7 +236,9 @@ fn agent_state_is_saved_redacted_replaced_and_listed() {
         goal: "fix the slug".into(),
     };
     let state = serde_json::json!({"items": [{"text": format!("token {github}")}], "turns": 1});
-    store.save_agent_state(&session, &header, &state).unwrap();
+    store
+        .save_agent_state(&session, &header, &state, 0, &[serde_json::json!({"n": 0})])
+        .unwrap();
     let (read, saved) = store.agent_state(&session).unwrap().unwrap();
     assert_eq!(
         (read.status.as_str(), read.goal.as_str()),
@@ -250,8 +252,18 @@ fn agent_state_is_saved_redacted_replaced_and_listed() {
         ..header
     };
     store
-        .save_agent_state(&session, &done, &serde_json::json!({"turns": 2}))
+        .save_agent_state(
+            &session,
+            &done,
+            &serde_json::json!({"turns": 2}),
+            1,
+            &[serde_json::json!({"n": 1, "t": format!("token {github}")})],
+        )
         .unwrap();
+    let items = store.agent_items(&session).unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["n"], 0);
+    assert!(!items[1].to_string().contains(&github));
     let (read2, saved) = store.agent_state(&session).unwrap().unwrap();
     assert_eq!(
         (read2.status.as_str(), saved["turns"].as_u64()),
