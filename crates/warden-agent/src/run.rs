@@ -643,7 +643,7 @@ impl Agent<'_> {
                 }
             }
             // No one to ask: the call stays unapproved, and the model is told it needs approval.
-            Answer::Deny(None) if self.approver.is_none() && !escalation => {}
+            Answer::Deny(None) if self.approver.is_none() => {}
             Answer::Deny(message) => {
                 let how = match message {
                     Some(m) => format!("denied by the user, who says: {m}"),

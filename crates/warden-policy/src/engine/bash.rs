@@ -522,8 +522,9 @@ fn rewrite_for(analysis: &Analysis, in_workspace: impl Fn(&str) -> bool) -> Opti
             let target = &cmd.writes[0];
             Some(Rewrite {
                 tool: "bash".to_owned(),
-                target: format!("mkdir -p /tmp/warden-trash && mv {target} /tmp/warden-trash/"),
-                reason: "moving to a trash directory can be undone".to_owned(),
+                // In the workspace: a sandboxed command's /tmp is private and gone when it ends.
+                target: format!("mkdir -p .warden-trash && mv {target} .warden-trash/"),
+                reason: "moving to .warden-trash in the workspace can be undone".to_owned(),
             })
         }
         _ => None,
