@@ -23,6 +23,9 @@ impl Sink for JsonLines {
     fn text(&mut self, _chunk: &str) {}
 
     fn event(&mut self, kind: &str, data: &Value) {
+        if kind == "tool_running" {
+            return;
+        }
         let mut line = json!({"event": kind});
         if let (Some(line), Some(data)) = (line.as_object_mut(), data.as_object()) {
             line.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -33,10 +36,53 @@ impl Sink for JsonLines {
     }
 }
 
-/// Text for a person: the answer on standard output, everything else on standard error.
+/// Text for a person: the answer on standard output, everything else on standard error, and a
+/// progress line while a command runs long.
 #[derive(Debug, Default)]
 pub struct Human {
     mid_line: bool,
+    /// Stops the progress line of the command running now.
+    progress: Option<(
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+/// After this long a running command gets a progress line, updated every second.
+const PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl Human {
+    fn start_progress(&mut self, name: String) {
+        self.stop_progress();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let ticker = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut shown = false;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let elapsed = started.elapsed();
+                if elapsed >= PROGRESS_AFTER && !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(err, "\r  {name} running… {} s", elapsed.as_secs());
+                    let _ = err.flush();
+                    shown = true;
+                }
+            }
+            if shown {
+                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+            }
+        });
+        self.progress = Some((flag, ticker));
+    }
+
+    fn stop_progress(&mut self) {
+        if let Some((stop, ticker)) = self.progress.take() {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            // The line is cleared before the next one is written.
+            let _ = ticker.join();
+        }
+    }
 }
 
 impl Human {
@@ -93,7 +139,11 @@ impl Sink for Human {
             "approval_resolved" => {
                 self.note(&format!("  approval: {}", short(&data["answer"], 60)));
             }
+            "tool_running" => {
+                self.start_progress(short(&data["name"], 40));
+            }
             "tool_result" => {
+                self.stop_progress();
                 let line = if data["status"] == "ok" {
                     match data.get("exitCode") {
                         Some(code) => format!("  exit {code}"),

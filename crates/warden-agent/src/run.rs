@@ -457,6 +457,16 @@ impl Agent<'_> {
                 stop = Some(Status::Interrupted);
             }
             let group = &prepared[index..end];
+            if stop.is_none() {
+                for p in group {
+                    if let Prepared::Checked(call, checked) = p
+                        && checked.decision.decision == DecisionKind::Allow
+                    {
+                        self.sink
+                            .event("tool_running", &json!({"id": call.id, "name": call.name}));
+                    }
+                }
+            }
             let results: Vec<Option<ToolResult>> = if stop.is_some() {
                 group.iter().map(|_| None).collect()
             } else {
