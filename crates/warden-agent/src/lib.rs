@@ -15,5 +15,6 @@ mod state;
 pub use approve::{Answer, Approver, Question, Terminal};
 pub use output::{Human, JsonLines, Sink};
 pub use prompt::{INSTRUCTIONS_CAP, instructions, system};
-pub use run::{Agent, Budgets, Interrupt, Status};
+pub use run::{Agent, Interrupt, Status};
 pub use state::{CommandRecord, State};
+pub use warden_protocol::Budgets;

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use warden_config::{RuleList, Settings};
 use warden_model::{Client, Event, Item, Request, ToolCall, ToolDef};
 use warden_policy::{Action, Engine};
-use warden_protocol::{DecisionKind, SessionId, ToolError, ToolErrorKind, ToolResult, ToolStatus};
+use warden_protocol::{
+    Budgets, DecisionKind, SessionId, ToolError, ToolErrorKind, ToolResult, ToolStatus,
+};
 use warden_tools::{Checked, OnAsk, Registry, ToolContext, ToolRunner};
 use warden_trace::{AgentSession, TraceStore};
 
@@ -19,16 +21,6 @@ use crate::extra::{self, REQUEST_PERMISSION, UPDATE_PLAN};
 use crate::output::Sink;
 use crate::prompt;
 use crate::state::{CommandRecord, State};
-
-/// Limits of one run; `None` is unlimited.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Budgets {
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_wall_seconds: Option<u64>,
-    pub max_tool_calls: Option<u64>,
-    pub max_turns: Option<u64>,
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]

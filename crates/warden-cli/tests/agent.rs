@@ -7,18 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, anthropic, openai};
 
-use crate::support::{Project, Run, finish};
-
-fn sandbox_ok(p: &Project) -> bool {
-    if p.run(&["sandbox", "doctor"]).code == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
-        "the sandbox is required here"
-    );
-    false
-}
+use crate::support::{Project, Run, finish, on_a_terminal, sandbox_available};
 
 /// `warden run --json` against `server` (OpenAI-compatible), with `extra` flags.
 fn warden_run(p: &Project, server: &FakeProvider, extra: &[&str], prompt: &str) -> Run {
@@ -92,7 +81,7 @@ fn name_cleaner(p: &Project) {
 #[test]
 fn the_name_cleaner_is_fixed_over_several_turns_with_parallel_reads() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     name_cleaner(&p);
@@ -375,7 +364,7 @@ fn every_budget_stops_the_run_with_exit_3() {
         ),
     ];
     for (toml, flags, replies, budget) in cases {
-        if budget == "max_wall_seconds" && !sandbox_ok(&p) {
+        if budget == "max_wall_seconds" && !sandbox_available(&p) {
             continue;
         }
         std::fs::write(&settings, toml).unwrap();
@@ -395,7 +384,7 @@ fn every_budget_stops_the_run_with_exit_3() {
 #[test]
 fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let server = FakeProvider::start(vec![openai::calls(
@@ -498,7 +487,7 @@ fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
 #[test]
 fn the_private_probe_is_refused_everywhere_and_its_content_appears_nowhere() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let probe = p.home.join("Private/sandbox-probe.txt");
@@ -590,58 +579,10 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-/// Runs warden on a new pseudo-terminal, typing the next of `answers` each time it asks
-/// "allow?" (and an empty line when it asks for a word for the model). Returns the terminal's
-/// text and the exit code.
-fn on_a_terminal(p: &Project, args: &[&str], answers: &[&str]) -> Run {
-    const HARNESS: &str = r"import os, pty, sys, json
-answers = json.loads(sys.argv[1])
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
-out = b''
-asked = 0
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-    while out.count(b'allow? ') > asked:
-        answer = answers[asked] if asked < len(answers) else 'd'
-        asked += 1
-        os.write(fd, (answer + '\n').encode())
-    if out.endswith(b'(enter for none): '):
-        os.write(fd, b'\n')
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors='replace'))
-sys.exit(os.waitstatus_to_exitcode(status))
-";
-    let cmd = p.command();
-    let program = cmd.get_program().to_owned();
-    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = cmd
-        .get_envs()
-        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
-        .collect();
-    let mut python = Command::new("python3");
-    python
-        .arg("-c")
-        .arg(HARNESS)
-        .arg(serde_json::to_string(answers).unwrap())
-        .arg(program)
-        .args(args)
-        .current_dir(p.root())
-        .env_clear()
-        .envs(envs);
-    finish(&python.output().unwrap())
-}
-
 #[test]
 fn approvals_on_a_terminal_once_session_always_and_deny() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     name_cleaner(&p);
@@ -674,6 +615,7 @@ fn approvals_on_a_terminal_once_session_always_and_deny() {
     let run = on_a_terminal(
         &p,
         &[
+            env!("CARGO_BIN_EXE_warden"),
             "run",
             "--model",
             "openai/test-model",
@@ -722,7 +664,7 @@ fn approvals_on_a_terminal_once_session_always_and_deny() {
 #[test]
 fn ctrl_c_kills_the_running_command_saves_and_exits_130() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let server = FakeProvider::start(vec![openai::calls(
@@ -816,7 +758,7 @@ fn host_listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
 #[test]
 fn rewrites_escalations_and_permission_requests_are_put_to_a_person() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     name_cleaner(&p);
@@ -887,6 +829,7 @@ fn rewrites_escalations_and_permission_requests_are_put_to_a_person() {
     let run = on_a_terminal(
         &p,
         &[
+            env!("CARGO_BIN_EXE_warden"),
             "run",
             "--model",
             "openai/test-model",

@@ -5,19 +5,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::{Project, finish};
-
-fn sandbox_ok(p: &Project) -> bool {
-    if p.run(&["sandbox", "doctor"]).code == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
-        "the sandbox is required here"
-    );
-    eprintln!("skipping: the sandbox is not available");
-    false
-}
+use crate::support::{Project, finish, sandbox_available};
 
 fn bash(p: &Project, command: &str, extra: &[&str]) -> crate::support::Run {
     let args = json!({ "command": command }).to_string();
@@ -49,7 +37,7 @@ fn name_cleaner(p: &Project) {
 #[test]
 fn reading_commands_run_and_secrets_are_refused_before_running() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     p.write("src/main.rs", "fn main() {}\n");
@@ -67,7 +55,7 @@ fn reading_commands_run_and_secrets_are_refused_before_running() {
 #[test]
 fn npm_test_waits_for_approval_then_reads_the_workspace_inside_the_sandbox() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     name_cleaner(&p);
@@ -89,7 +77,7 @@ fn npm_test_waits_for_approval_then_reads_the_workspace_inside_the_sandbox() {
 #[test]
 fn a_private_file_probe_fails_and_its_content_reaches_no_output_and_no_trace() {
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     name_cleaner(&p);
@@ -136,7 +124,7 @@ fn running(marker: &str) -> bool {
 fn a_background_command_keeps_running_until_stopped_or_the_session_ends() {
     use warden_tools::{Registry, ToolContext};
     let p = Project::new();
-    if !sandbox_ok(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let mut options = warden_config::LoadOptions::new(p.root());

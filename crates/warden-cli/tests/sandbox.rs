@@ -3,22 +3,7 @@
 
 use std::process::Command;
 
-use crate::support::{Project, Run, finish};
-
-/// Whether the kernel gives us the sandbox; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
-fn available(p: &Project) -> bool {
-    let run = p.run(&["sandbox", "doctor"]);
-    if run.code == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
-        "the sandbox is required here: {}",
-        run.stdout
-    );
-    eprintln!("skipping: the sandbox is not available: {}", run.stdout);
-    false
-}
+use crate::support::{Project, Run, backends, finish, on_a_terminal, sandbox_available};
 
 fn sh(p: &Project, script: &str) -> Run {
     finish(
@@ -42,7 +27,7 @@ fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
 #[test]
 fn a_command_runs_in_the_workspace_with_its_output_and_exit_code() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     p.write("name.txt", "warden\n");
@@ -77,7 +62,7 @@ fn a_command_runs_in_the_workspace_with_its_output_and_exit_code() {
 #[test]
 fn the_home_directory_is_hidden_and_its_secrets_never_reach_the_output() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let probe = p.home.join("Private/sandbox-probe.txt");
@@ -104,7 +89,7 @@ fn the_home_directory_is_hidden_and_its_secrets_never_reach_the_output() {
 #[test]
 fn writes_outside_the_workspace_do_not_reach_the_host() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let outside = p.tmp().join("outside");
@@ -129,7 +114,7 @@ fn writes_outside_the_workspace_do_not_reach_the_host() {
 #[test]
 fn protected_paths_in_the_workspace_stay_read_only_and_in_place() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     std::fs::create_dir_all(p.root().join(".git/hooks")).unwrap();
@@ -162,7 +147,7 @@ fn protected_paths_in_the_workspace_stay_read_only_and_in_place() {
 #[test]
 fn the_network_is_off_and_host_processes_are_invisible() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -202,7 +187,7 @@ fn the_network_is_off_and_host_processes_are_invisible() {
 #[test]
 fn the_timeout_kills_the_whole_tree() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let marker = "31415";
@@ -229,7 +214,7 @@ fn the_timeout_kills_the_whole_tree() {
 #[test]
 fn limits_hold_memory_and_process_bombs() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let bomb = "python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'";
@@ -257,7 +242,7 @@ fn limits_hold_memory_and_process_bombs() {
 #[test]
 fn privileged_operations_fail_inside() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     // The probes work without the sandbox (in a throwaway mount namespace: the host is untouched).
@@ -286,7 +271,7 @@ fn privileged_operations_fail_inside() {
 #[test]
 fn secrets_in_the_environment_are_not_inherited() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let mut cmd = p.command();
@@ -312,7 +297,7 @@ fn secrets_in_the_environment_are_not_inherited() {
 #[test]
 fn a_missing_layer_means_nothing_runs() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     // In a user namespace of its own where no further user namespace may be created.
@@ -350,7 +335,7 @@ fn exec_usage_errors_exit_125() {
 #[test]
 fn the_bwrap_backend_holds_the_same_boundaries() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     if Command::new("bwrap").arg("--version").output().is_err() {
@@ -425,7 +410,7 @@ fn the_bwrap_backend_holds_the_same_boundaries() {
 #[test]
 fn proc_root_links_ptrace_and_abstract_sockets_lead_nowhere() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     // /proc/PID/root: outside, the host's root; inside, the sandbox's own (PID 1 is the command).
@@ -488,7 +473,7 @@ fn proc_root_links_ptrace_and_abstract_sockets_lead_nowhere() {
 #[test]
 fn denied_paths_that_do_not_exist_stay_uncreatable() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let settings = p.root().join("extra.toml");
@@ -519,11 +504,7 @@ fn denied_paths_that_do_not_exist_stay_uncreatable() {
     }
     let clean = "rm -rf .envrc .vscode .git private build";
     assert_eq!(sh(&p, clean).code, 0);
-    for backend in ["native", "bwrap"] {
-        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
-            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
-            continue;
-        }
+    for backend in backends() {
         let mut with = flags.to_vec();
         with.extend(["--backend", backend]);
         // Nor by moving something into place, or removing the placeholder first.
@@ -563,7 +544,7 @@ fn denied_paths_that_do_not_exist_stay_uncreatable() {
 #[test]
 fn hard_links_to_files_outside_the_workspace_lead_nowhere() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let outside = p.tmp().join("outside-secret.txt");
@@ -577,11 +558,7 @@ fn hard_links_to_files_outside_the_workspace_lead_nowhere() {
         "the probe must work unsandboxed"
     );
     std::fs::write(&outside, "LINKED-SECRET\n").unwrap();
-    for backend in ["native", "bwrap"] {
-        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
-            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
-            continue;
-        }
+    for backend in backends() {
         let run = exec(
             &p,
             &["--backend", backend],
@@ -608,7 +585,7 @@ fn hard_links_to_files_outside_the_workspace_lead_nowhere() {
 #[test]
 fn a_protected_path_that_is_a_symlink_is_refused() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     p.write("env.sh", "export A=1\n");
@@ -625,7 +602,7 @@ fn a_protected_path_that_is_a_symlink_is_refused() {
 #[test]
 fn settings_add_home_toolchains_and_can_require_landlock() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let tool = p.home.join(".sdkman/bin/tool");
@@ -683,59 +660,23 @@ fn settings_add_home_toolchains_and_can_require_landlock() {
     }
 }
 
-/// Runs `argv` with a new pseudo-terminal as its controlling terminal and standard streams;
-/// returns what it wrote to the terminal and its exit code.
-fn on_a_terminal(p: &Project, argv: &[&str]) -> Run {
-    const HARNESS: &str = "import os, pty, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-out = b''
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors='replace'))
-sys.exit(os.waitstatus_to_exitcode(status))
-";
-    finish(
-        &Command::new("python3")
-            .arg("-c")
-            .arg(HARNESS)
-            .args(argv)
-            .current_dir(p.root())
-            .env("HOME", &p.home)
-            .output()
-            .unwrap(),
-    )
-}
-
 #[test]
 fn tiocsti_cannot_push_input_into_the_terminal() {
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let probe = "import fcntl, termios\n\
                  try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x')\n    print('INJECTED')\n\
                  except OSError as e:\n    print('REFUSED', e.errno)\n";
-    let outside = on_a_terminal(&p, &["python3", "-c", probe]);
+    let outside = on_a_terminal(&p, &["python3", "-c", probe], &[]);
     assert!(
         outside.stdout.contains("INJECTED"),
         "the probe must work unsandboxed: {}",
         outside.stdout
     );
     let warden = env!("CARGO_BIN_EXE_warden");
-    for backend in ["native", "bwrap"] {
-        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
-            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
-            continue;
-        }
+    for backend in backends() {
         let inside = on_a_terminal(
             &p,
             &[
@@ -748,6 +689,7 @@ fn tiocsti_cannot_push_input_into_the_terminal() {
                 "-c",
                 probe,
             ],
+            &[],
         );
         assert!(
             inside.stdout.contains("REFUSED") && !inside.stdout.contains("INJECTED"),
@@ -761,7 +703,7 @@ fn tiocsti_cannot_push_input_into_the_terminal() {
 fn set_id_bits_cannot_be_made() {
     use std::os::unix::fs::PermissionsExt as _;
     let p = Project::new();
-    if !available(&p) {
+    if !sandbox_available(&p) {
         return;
     }
     let set_id = |name: &str| {
@@ -775,11 +717,7 @@ fn set_id_bits_cannot_be_made() {
         assert!(set_id(name), "the probe must work unsandboxed: {name}");
     }
     assert_eq!(sh(&p, "rm suid sgid installed opened").code, 0);
-    for backend in ["native", "bwrap"] {
-        if backend == "bwrap" && Command::new("bwrap").arg("--version").output().is_err() {
-            assert!(std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none());
-            continue;
-        }
+    for backend in backends() {
         let run = exec(
             &p,
             &["--backend", backend],

@@ -78,3 +78,79 @@ pub(crate) fn finish(output: &Output) -> Run {
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+/// Whether the kernel gives us the sandbox; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
+pub(crate) fn sandbox_available(p: &Project) -> bool {
+    let run = p.run(&["sandbox", "doctor"]);
+    if run.code == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+        "the sandbox is required here: {}",
+        run.stdout
+    );
+    eprintln!("skipping: the sandbox is not available: {}", run.stdout);
+    false
+}
+
+/// The sandbox backends to test here: native, and bwrap where it is installed (in CI it must
+/// be).
+pub(crate) fn backends() -> Vec<&'static str> {
+    if Command::new("bwrap").arg("--version").output().is_ok() {
+        return vec!["native", "bwrap"];
+    }
+    assert!(
+        std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+        "bwrap is required here (.ci/run installs it)"
+    );
+    vec!["native"]
+}
+
+/// Runs `argv` on a new pseudo-terminal (its controlling terminal and standard streams),
+/// typing the next of `answers` each time it asks "allow?" and an empty line when it asks for a
+/// word for the model. Returns the terminal's text and the exit code.
+pub(crate) fn on_a_terminal(p: &Project, argv: &[&str], answers: &[&str]) -> Run {
+    const HARNESS: &str = r"import os, pty, sys, json
+answers = json.loads(sys.argv[1])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+out = b''
+asked = 0
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+    while out.count(b'allow? ') > asked:
+        answer = answers[asked] if asked < len(answers) else 'd'
+        asked += 1
+        os.write(fd, (answer + '\n').encode())
+    if out.endswith(b'(enter for none): '):
+        os.write(fd, b'\n')
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+sys.exit(os.waitstatus_to_exitcode(status))
+";
+    let cmd = p.command();
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    finish(
+        &Command::new("python3")
+            .arg("-c")
+            .arg(HARNESS)
+            .arg(serde_json::to_string(answers).unwrap())
+            .args(argv)
+            .current_dir(p.root())
+            .env_clear()
+            .envs(envs)
+            .output()
+            .unwrap(),
+    )
+}
