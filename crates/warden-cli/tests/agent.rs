@@ -381,23 +381,15 @@ fn every_budget_stops_the_run_with_exit_3() {
     }
 }
 
-#[test]
-fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
-    let server = FakeProvider::start(vec![openai::calls(
-        "",
-        &[Call::new(
-            "s1",
-            "bash",
-            &json!({"command": "touch started-$$; sleep 27183"}),
-        )],
-        20,
-    )]);
+/// Starts `warden run --json` against `server`, allowing `touch` and `sleep`, and waits until
+/// `started` says its command is running.
+fn running_in_background(
+    p: &Project,
+    server: &FakeProvider,
+    started: impl Fn(&std::path::Path) -> bool,
+) -> std::process::Child {
     let base = format!("{}/v1", server.url());
-    let mut child = p
+    let child = p
         .command()
         .args([
             "run",
@@ -418,19 +410,36 @@ fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the command is running, then kill warden outright.
-    let started = std::time::Instant::now();
-    while std::fs::read_dir(p.root())
-        .unwrap()
-        .flatten()
-        .all(|e| !e.file_name().to_string_lossy().starts_with("started-"))
-    {
-        assert!(
-            started.elapsed().as_secs() < 20,
-            "the command never started"
-        );
+    let since = std::time::Instant::now();
+    while !started(&p.root()) {
+        assert!(since.elapsed().as_secs() < 20, "the command never started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    child
+}
+
+#[test]
+fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let server = FakeProvider::start(vec![openai::calls(
+        "",
+        &[Call::new(
+            "s1",
+            "bash",
+            &json!({"command": "touch started-$$; sleep 27183"}),
+        )],
+        20,
+    )]);
+    let mut child = running_in_background(&p, &server, |root| {
+        std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("started-"))
+    });
+    // The command runs: kill warden outright.
     child.kill().unwrap();
     let out = child.wait_with_output().unwrap();
     let first_line = String::from_utf8_lossy(&out.stdout)
@@ -676,36 +685,7 @@ fn ctrl_c_kills_the_running_command_saves_and_exits_130() {
         )],
         20,
     )]);
-    let base = format!("{}/v1", server.url());
-    let child = p
-        .command()
-        .args([
-            "run",
-            "--json",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &base,
-        ])
-        .args([
-            "--allow",
-            "Bash(touch *)",
-            "--allow",
-            "Bash(sleep *)",
-            "wait",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while !p.root().join("begun").exists() {
-        assert!(
-            started.elapsed().as_secs() < 20,
-            "the command never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let child = running_in_background(&p, &server, |root| root.join("begun").exists());
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
