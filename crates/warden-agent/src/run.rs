@@ -100,6 +100,17 @@ fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
+/// Roughly how many tokens an item of the conversation takes.
+fn item_tokens(item: &Item) -> u64 {
+    match item {
+        Item::User { text } => tokens(text),
+        Item::Assistant { text, calls } => {
+            tokens(text) + calls.iter().map(|c| tokens(&c.arguments)).sum::<u64>()
+        }
+        Item::ToolResult { content, .. } => tokens(content),
+    }
+}
+
 impl Agent<'_> {
     fn tool_defs(&self) -> Vec<ToolDef> {
         let mut defs: Vec<ToolDef> = self
@@ -174,13 +185,7 @@ impl Agent<'_> {
     fn context(&self, state: &State, system: &str) -> Vec<Item> {
         let window = self.settings.model.context_window.unwrap_or(128_000);
         let budget = window.saturating_mul(8) / 10;
-        let size = |item: &Item| match item {
-            Item::User { text } => tokens(text),
-            Item::Assistant { text, calls } => {
-                tokens(text) + calls.iter().map(|c| tokens(&c.arguments)).sum::<u64>()
-            }
-            Item::ToolResult { content, .. } => tokens(content),
-        };
+        let size = item_tokens;
         let mut total: u64 = tokens(system) + state.items.iter().map(size).sum::<u64>();
         let mut items = state.items.clone();
         let mut dropped = 0;
@@ -280,8 +285,18 @@ impl Agent<'_> {
                 Some(Err(err)) => return Status::Error(err.to_string()),
                 Some(Ok(turn)) => turn,
             };
-            state.usage.add(turn.usage);
-            state.cost_usd += self.cost(turn.usage);
+            let mut usage = turn.usage;
+            if usage.total() == 0 {
+                // Some servers report no usage: the budgets count an estimate instead.
+                usage.input_tokens =
+                    tokens(&request.system) + request.items.iter().map(item_tokens).sum::<u64>();
+                usage.output_tokens = item_tokens(&Item::Assistant {
+                    text: turn.text.clone(),
+                    calls: turn.calls.clone(),
+                });
+            }
+            state.usage.add(usage);
+            state.cost_usd += self.cost(usage);
             state.turns += 1;
             if !turn.text.is_empty() {
                 self.sink

@@ -30,6 +30,8 @@ pub struct State {
     pub pending: Vec<String>,
     /// Rules approved "for this session", applied again on resume.
     pub session_rules: Vec<String>,
+    /// The provider's base URL, so that a resumed run talks to the same endpoint.
+    pub base_url: Option<String>,
 }
 
 /// A command the run executed.

@@ -188,3 +188,32 @@ async fn busy_providers_are_retried_honouring_retry_after_and_bad_keys_are_not()
     let (turn, _, _) = complete(&client(ProviderKind::Openai, &server)).await;
     assert!(turn.unwrap_err().to_string().contains("after 3 attempts"));
 }
+
+/// A stream recorded from llama-cpp-python 0.3.36's server (`--chat_format
+/// chatml-function-calling`, SmolLM2-135M-Instruct, the tool forced): legacy `function_call`
+/// deltas beside `tool_calls`, the name repeated in every fragment, `null` fields, no usage.
+#[tokio::test(flavor = "current_thread")]
+async fn a_recorded_llama_cpp_stream_gives_one_whole_call() {
+    let recorded = include_str!("fixtures/llama-cpp-python-tool-call.sse");
+    let chunks: Vec<String> = recorded
+        .split_inclusive("\n\n")
+        .map(str::to_owned)
+        .collect();
+    let reply = Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        chunks,
+        pause: Duration::ZERO,
+        delay: Duration::ZERO,
+    };
+    let server = FakeProvider::start(vec![reply]);
+    let (turn, _, _) = complete(&client(ProviderKind::Openai, &server)).await;
+    let turn = turn.unwrap();
+    assert_eq!(turn.finish, Finish::ToolCalls);
+    assert_eq!(turn.calls.len(), 1, "{:?}", turn.calls);
+    assert_eq!(turn.calls[0].name, "readFile");
+    assert!(turn.calls[0].id.starts_with("call__0_readFile"));
+    let args: serde_json::Value = serde_json::from_str(&turn.calls[0].arguments).unwrap();
+    assert!(args["path"].is_string(), "{args}");
+    assert_eq!(turn.usage.total(), 0);
+}

@@ -155,16 +155,19 @@ fn start(
         .map_err(CliError::failure)?;
     let env = |name: &str| std::env::var(name).ok();
     let wanted = args.model.clone().or(saved_model);
+    // A resumed run keeps its endpoint unless told otherwise.
+    let base_url = args.base_url.clone().or_else(|| state.base_url.clone());
     let spec = runtime
         .block_on(warden_model::select(
             wanted.as_deref(),
-            args.base_url.as_deref(),
+            base_url.as_deref(),
             &settings,
             &env,
         ))
         .map_err(|e| match e {
             SelectError::NoneFound | SelectError::Unknown(_) => CliError::usage(anyhow!(e)),
         })?;
+    state.base_url = Some(spec.base_url.clone());
     let client = Client::new(spec).map_err(CliError::failure)?;
     let registry = Registry::builtin().map_err(CliError::failure)?;
     let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
