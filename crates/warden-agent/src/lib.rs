@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod approve;
+mod asking;
 mod extra;
 mod output;
 mod prompt;

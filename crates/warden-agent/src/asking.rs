@@ -1,0 +1,194 @@
+//! Asking a person, from the loop's side: which rule an answer would remember, what a rewrite
+//! or an escalation runs, and the answers applied to the call (SPEC P8).
+
+use serde_json::{Value, json};
+use warden_config::RuleList;
+use warden_policy::{Action, Engine};
+use warden_protocol::DecisionKind;
+use warden_tools::{Checked, OnAsk};
+
+use crate::approve::{Answer, Question};
+use crate::extra::REQUEST_PERMISSION;
+use crate::run::Agent;
+
+impl Agent<'_> {
+    /// Puts a call to a person (or answers it with `--on-ask`).
+    pub(crate) fn approve(&mut self, checked: &mut Checked, new_rules: &mut Vec<String>) {
+        let escalation = checked.decision.decision == DecisionKind::RequireEscalation;
+        // Only a plain approval can be remembered: a rewrite or a wider sandbox is for this
+        // call alone.
+        let rule = if checked.decision.decision == DecisionKind::RequireApproval {
+            remembered(&self.engine, &checked.name, &checked.args)
+        } else {
+            None
+        };
+        let arguments = checked.args.to_string();
+        let request = json!({"tool": checked.name, "arguments": checked.args, "decision": checked.decision.decision.as_str(), "reason": checked.decision.reason, "rule": rule});
+        self.trace("approval_requested", &request);
+        self.sink.event("approval_requested", &request);
+        // The one wider sandbox granted for a call is the network for a command that needs it.
+        let network =
+            escalation && checked.name == "bash" && needs_network(&self.engine, &checked.args);
+        let answer = match self.approver {
+            Some(_) | None if escalation && !network => Answer::Deny(Some(
+                "this needs a wider sandbox than the session has (writing outside the writable \
+                 roots); warden grants only the network for one command — ask the user to add \
+                 the path to [sandbox.filesystem] allow_write"
+                    .to_owned(),
+            )),
+            // A flag never widens the sandbox.
+            None if escalation => Answer::Deny(None),
+            Some(approver) => approver.ask(&Question {
+                tool: &checked.name,
+                arguments: &arguments,
+                decision: &checked.decision,
+                rule: rule.as_deref(),
+            }),
+            // `--on-ask allow` was applied by the runner already; what is left is refused.
+            None => Answer::Deny(None),
+        };
+        match &answer {
+            Answer::Once | Answer::Session | Answer::Always if network => {
+                checked.approve("the network for this one command, approved by the user");
+                checked.network_once = true;
+            }
+            Answer::Once if checked.decision.decision == DecisionKind::Rewrite => {
+                match rewritten(
+                    &checked.name,
+                    &checked.args,
+                    checked.decision.rewrite.as_ref(),
+                ) {
+                    Some(args) => {
+                        checked.args = args;
+                        checked.approve("the suggested rewrite, approved once by the user");
+                    }
+                    None => checked.refuse("the rewrite could not be applied; not run"),
+                }
+            }
+            Answer::Once => checked.approve("approved once by the user"),
+            Answer::Session | Answer::Always => {
+                checked.approve(if answer == Answer::Always {
+                    "approved always by the user"
+                } else {
+                    "approved for this session by the user"
+                });
+                if let Some(rule) = &rule {
+                    new_rules.push(rule.clone());
+                    if answer == Answer::Always {
+                        let _ = warden_config::remember_rule(
+                            &self.settings.project_root,
+                            RuleList::Allow,
+                            rule,
+                        );
+                    }
+                }
+            }
+            // No one to ask: the call stays unapproved, and the model is told it needs approval.
+            Answer::Deny(None) if self.approver.is_none() => {}
+            Answer::Deny(message) => {
+                let how = match message {
+                    Some(m) => format!("denied by the user, who says: {m}"),
+                    None => "denied by the user".to_owned(),
+                };
+                checked.refuse(&how);
+            }
+        }
+        let resolved = json!({"tool": checked.name, "answer": answer.as_str(), "rule": rule});
+        self.trace("approval_resolved", &resolved);
+        self.sink.event("approval_resolved", &resolved);
+    }
+
+    /// A `requestPermission` call: granted, the rule holds for the rest of the session.
+    pub(crate) fn permission(
+        &mut self,
+        rule: &str,
+        reason: &str,
+        new_rules: &mut Vec<String>,
+    ) -> Result<Value, String> {
+        // The rule must parse before anyone is asked about it.
+        let mut probe = (*self.engine).clone();
+        probe
+            .allow_for_session(rule)
+            .map_err(|e| format!("requestPermission: {e}"))?;
+        let request = json!({"tool": REQUEST_PERMISSION, "rule": rule, "reason": reason});
+        self.trace("approval_requested", &request);
+        self.sink.event("approval_requested", &request);
+        let decision = warden_protocol::Decision {
+            reason: reason.to_owned(),
+            ..warden_protocol::Decision::unchecked()
+        };
+        let answer = match (self.approver, self.on_ask) {
+            (Some(approver), _) => approver.ask(&Question {
+                tool: REQUEST_PERMISSION,
+                arguments: rule,
+                decision: &decision,
+                rule: Some(rule),
+            }),
+            (None, OnAsk::Allow) => Answer::Session,
+            (None, OnAsk::Deny) => Answer::Deny(None),
+        };
+        let resolved = json!({"tool": REQUEST_PERMISSION, "answer": answer.as_str(), "rule": rule});
+        self.trace("approval_resolved", &resolved);
+        self.sink.event("approval_resolved", &resolved);
+        match answer {
+            Answer::Deny(message) => Err(format!(
+                "permission {rule} was not granted{}",
+                message.map(|m| format!(": {m}")).unwrap_or_default()
+            )),
+            Answer::Always => {
+                let _ = warden_config::remember_rule(
+                    &self.settings.project_root,
+                    RuleList::Allow,
+                    rule,
+                );
+                new_rules.push(rule.to_owned());
+                Ok(json!({"granted": rule, "for": "always"}))
+            }
+            Answer::Once | Answer::Session => {
+                new_rules.push(rule.to_owned());
+                Ok(json!({"granted": rule, "for": "session"}))
+            }
+        }
+    }
+}
+
+/// Whether a shell command needs the network.
+fn needs_network(engine: &Engine, args: &Value) -> bool {
+    let Some(command) = args.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    engine
+        .explain(&Action::Bash(command.to_owned()))
+        .analysis
+        .is_some_and(|a| a.commands.iter().any(|c| c.flags.network))
+}
+
+/// The arguments of the suggested rewrite, when it is the same tool with another target.
+fn rewritten(
+    name: &str,
+    args: &Value,
+    rewrite: Option<&warden_protocol::Rewrite>,
+) -> Option<Value> {
+    let rewrite = rewrite.filter(|r| r.tool == name)?;
+    let mut args = args.clone();
+    let key = if name == "bash" { "command" } else { "path" };
+    *args.get_mut(key)? = Value::String(rewrite.target.clone());
+    Some(args)
+}
+
+/// The rule that remembers an approval of this call, if one narrow enough exists.
+fn remembered(engine: &Engine, name: &str, args: &Value) -> Option<String> {
+    let arg = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    match name {
+        "bash" => {
+            let command = arg("command")?;
+            let verdict = engine.explain(&Action::Bash(command));
+            let rules = warden_policy::remembered_rule(verdict.analysis.as_ref()?)?;
+            // One rule per approval; a compound command is approved once.
+            (rules.len() == 1).then(|| rules[0].clone())
+        }
+        "writeFile" => arg("path").map(|p| format!("Write({p})")),
+        "editFile" => arg("path").map(|p| format!("Edit({p})")),
+        _ => None,
+    }
+}
