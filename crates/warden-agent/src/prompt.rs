@@ -41,8 +41,16 @@ pub fn instructions(project_root: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
     found
 }
 
-/// The whole system prompt for this turn.
+/// The whole system prompt for this turn: the rules, then what the session knows.
 pub fn system(settings: &Settings, state: &State, network: bool) -> String {
+    let mut p = rules(settings, network);
+    p.push_str(&known(state));
+    p
+}
+
+/// The layers rebuilt on every call and never cut: identity, permissions, tool guidance, the
+/// project's instructions.
+pub fn rules(settings: &Settings, network: bool) -> String {
     let mut p = String::new();
     let _ = writeln!(
         p,
@@ -85,6 +93,19 @@ pub fn system(settings: &Settings, state: &State, network: bool) -> String {
          running.\n- Keep your plan with updatePlan: the steps, and facts, decisions and open \
          questions worth keeping. It survives when older messages are dropped."
     );
+    for (path, text) in instructions(&settings.project_root, &settings.cwd) {
+        let _ = writeln!(
+            p,
+            "\n## Project instructions from {} (the user's, to follow)\n{text}",
+            path.display()
+        );
+    }
+    p
+}
+
+/// The goal-and-state layer: the plan, what the session knows, recent failing commands.
+pub fn known(state: &State) -> String {
+    let mut p = String::new();
     if !state.plan.is_empty() {
         let _ = writeln!(p, "\n## Your plan");
         for step in &state.plan {
@@ -130,13 +151,6 @@ pub fn system(settings: &Settings, state: &State, network: bool) -> String {
         for c in failures {
             let _ = writeln!(p, "- `{}` exited {}", c.command, c.exit_code.unwrap_or(-1));
         }
-    }
-    for (path, text) in instructions(&settings.project_root, &settings.cwd) {
-        let _ = writeln!(
-            p,
-            "\n## Project instructions from {} (the user's, to follow)\n{text}",
-            path.display()
-        );
     }
     p
 }

@@ -95,35 +95,61 @@ pub struct Agent<'a> {
     pub saved_items: std::cell::Cell<usize>,
 }
 
-/// Roughly how many tokens a text takes.
-fn tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4)
+/// The tools the model is offered: the registry's and the loop's own.
+pub fn tool_defs(registry: &Registry) -> Vec<ToolDef> {
+    let mut defs: Vec<ToolDef> = registry
+        .specs()
+        .map(|s| ToolDef {
+            name: s.name.to_string(),
+            description: s.description.clone(),
+            parameters: s.parameters.clone(),
+        })
+        .collect();
+    defs.extend(extra::defs());
+    defs
 }
 
-/// Roughly how many tokens an item of the conversation takes.
-fn item_tokens(item: &Item) -> u64 {
-    match item {
-        Item::User { text } => tokens(text),
-        Item::Assistant { text, calls } => {
-            tokens(text) + calls.iter().map(|c| tokens(&c.arguments)).sum::<u64>()
-        }
-        Item::ToolResult { content, .. } => tokens(content),
-    }
+/// The context of the next call: the rules and the state rebuilt, the conversation selected
+/// and trimmed within the window (see `warden-context`). The system prompt, and what was built.
+pub fn context(
+    settings: &Settings,
+    state: &State,
+    tools: &[ToolDef],
+    network: bool,
+) -> (String, warden_context::Built) {
+    let rules = prompt::rules(settings, network);
+    let known = prompt::known(state);
+    let calibration = if state.calibration > 0.0 {
+        state.calibration
+    } else {
+        1.0
+    };
+    let tool_text = serde_json::to_string(tools).unwrap_or_default();
+    let built = warden_context::build(&warden_context::Input {
+        window: window(settings),
+        threshold_percent: 80,
+        shares: &settings.context.shares,
+        rules: &rules,
+        goal_state: &known,
+        tool_tokens: warden_context::estimate(&tool_text, calibration),
+        items: &state.items,
+        calibration,
+    });
+    (format!("{rules}{known}"), built)
+}
+
+/// The model's window: `[context] window_tokens`, else `[model] context_window`, else 128k.
+pub fn window(settings: &Settings) -> u64 {
+    settings
+        .context
+        .window_tokens
+        .or(settings.model.context_window)
+        .unwrap_or(128_000)
 }
 
 impl Agent<'_> {
     fn tool_defs(&self) -> Vec<ToolDef> {
-        let mut defs: Vec<ToolDef> = self
-            .registry
-            .specs()
-            .map(|s| ToolDef {
-                name: s.name.to_string(),
-                description: s.description.clone(),
-                parameters: s.parameters.clone(),
-            })
-            .collect();
-        defs.extend(extra::defs());
-        defs
+        tool_defs(self.registry)
     }
 
     fn save(&self, state: &State, status: &str) -> Result<(), String> {
@@ -179,39 +205,9 @@ impl Agent<'_> {
         None
     }
 
-    /// The items sent: everything, unless it outgrows the window; then the oldest whole turns
-    /// after the first message are dropped (the plan and the working set are in the system
-    /// prompt and survive).
-    fn context(&self, state: &State, system: &str) -> Vec<Item> {
-        let window = self.settings.model.context_window.unwrap_or(128_000);
-        let budget = window.saturating_mul(8) / 10;
-        let size = item_tokens;
-        let mut total: u64 = tokens(system) + state.items.iter().map(size).sum::<u64>();
-        let mut items = state.items.clone();
-        let mut dropped = 0;
-        while total > budget && items.len() > 2 {
-            // Remove the turn after the first message: an assistant item and its results.
-            let mut end = 2;
-            while end < items.len() && matches!(items[end], Item::ToolResult { .. }) {
-                end += 1;
-            }
-            for item in items.drain(1..end) {
-                total = total.saturating_sub(size(&item));
-                dropped += 1;
-            }
-        }
-        if dropped > 0 {
-            items.insert(
-                1,
-                Item::User {
-                    text: format!(
-                        "[{dropped} earlier messages were dropped to fit the context window; \
-                         your plan and what the session knows are in the system prompt]"
-                    ),
-                },
-            );
-        }
-        items
+    /// The context of the next call (see [`context`]).
+    pub fn context(&self, state: &State, tools: &[ToolDef]) -> (String, warden_context::Built) {
+        context(self.settings, state, tools, self.network)
     }
 
     /// Runs until the model is done, a budget runs out, Ctrl-C, or an error.
@@ -248,9 +244,19 @@ impl Agent<'_> {
             if let Some(which) = self.exhausted(state, started) {
                 return Status::BudgetExhausted(which);
             }
-            let system = prompt::system(self.settings, state, self.network);
+            let (system, built) = self.context(state, &tools);
+            let estimated = built.report.total;
+            if built
+                .report
+                .layers
+                .iter()
+                .any(|l| l.trimmed > 0 || l.dropped > 0)
+                || built.report.over_budget
+            {
+                self.trace("context", &json!(built.report));
+            }
             let request = Request {
-                items: self.context(state, &system),
+                items: built.items,
                 system,
                 tools: tools.clone(),
                 max_output_tokens: self.max_output_tokens,
@@ -285,18 +291,7 @@ impl Agent<'_> {
                 Some(Err(err)) => return Status::Error(err.to_string()),
                 Some(Ok(turn)) => turn,
             };
-            let mut usage = turn.usage;
-            if usage.total() == 0 {
-                // Some servers report no usage: the budgets count an estimate instead.
-                usage.input_tokens =
-                    tokens(&request.system) + request.items.iter().map(item_tokens).sum::<u64>();
-                usage.output_tokens = item_tokens(&Item::Assistant {
-                    text: turn.text.clone(),
-                    calls: turn.calls.clone(),
-                });
-            }
-            state.usage.add(usage);
-            state.cost_usd += self.cost(usage);
+            self.account(state, &request, &turn, estimated);
             state.turns += 1;
             if !turn.text.is_empty() {
                 self.sink
@@ -317,6 +312,48 @@ impl Agent<'_> {
                 return status;
             }
         }
+    }
+
+    /// Adds a turn's tokens and cost; learns the estimate's calibration from the provider's
+    /// count, and estimates where the provider gave none.
+    fn account(
+        &self,
+        state: &mut State,
+        request: &Request,
+        turn: &warden_model::Turn,
+        estimated: u64,
+    ) {
+        let mut usage = turn.usage;
+        if usage.input_tokens > 0 && estimated > 0 {
+            // Learn how the estimate compares with the provider's own count.
+            let used = if state.calibration > 0.0 {
+                state.calibration
+            } else {
+                1.0
+            };
+            #[allow(clippy::cast_precision_loss)]
+            let seen = usage.input_tokens as f64 / (estimated as f64 / used);
+            // Tokenisers land within half and twice four bytes a token; a report outside that
+            // (a server that counts differently, or not at all) teaches nothing.
+            let seen = seen.clamp(0.5, 2.0);
+            state.calibration = if state.calibration > 0.0 {
+                0.5 * state.calibration + 0.5 * seen
+            } else {
+                seen
+            };
+        }
+        if usage.total() == 0 {
+            // Some servers report no usage: the budgets count an estimate instead.
+            let item_tokens = |item: &Item| warden_context::item_tokens(item, 1.0);
+            usage.input_tokens = warden_context::estimate(&request.system, 1.0)
+                + request.items.iter().map(item_tokens).sum::<u64>();
+            usage.output_tokens = item_tokens(&Item::Assistant {
+                text: turn.text.clone(),
+                calls: turn.calls.clone(),
+            });
+        }
+        state.usage.add(usage);
+        state.cost_usd += self.cost(usage);
     }
 
     fn cost(&self, usage: warden_model::Usage) -> f64 {

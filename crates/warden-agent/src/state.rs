@@ -32,6 +32,8 @@ pub struct State {
     pub session_rules: Vec<String>,
     /// The provider's base URL, so that a resumed run talks to the same endpoint.
     pub base_url: Option<String>,
+    /// Real tokens per estimated token, learnt from the provider's reports (0 until then).
+    pub calibration: f64,
 }
 
 /// A command the run executed.

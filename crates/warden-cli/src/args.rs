@@ -49,6 +49,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the agent runs saved in the trace.
     Sessions(SessionsArgs),
+    /// What the next model call of a saved run would contain.
+    #[command(subcommand)]
+    Context(ContextCommand),
     /// Continue a saved run after a crash or a stop, optionally with a new prompt.
     Resume(Box<ResumeArgs>),
 }
@@ -82,6 +85,9 @@ pub struct AgentArgs {
     /// Stop when the run has cost this much, in USD (from [model.prices]).
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// The model's window in tokens, overriding what is configured (small local models).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
     /// Print JSON lines of events instead of text.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +109,24 @@ pub struct ResumeArgs {
     pub session: String,
     /// What to add before going on.
     pub prompt: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// Per layer: its budget, the tokens it takes, what was kept, trimmed or dropped, and why.
+    Show(ContextShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ContextShowArgs {
+    /// The saved run.
+    pub session: String,
+    /// The model's window in tokens, overriding what is configured.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -892,3 +892,85 @@ fn keys_are_never_printed_or_traced_and_no_model_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn a_small_window_prunes_old_tool_output_and_the_context_is_shown() {
+    let p = Project::new();
+    for i in 0..4 {
+        p.write(
+            &format!("big{i}.txt"),
+            &format!("line of file {i}\n").repeat(300),
+        );
+    }
+    let read = |i: usize| {
+        let id = Box::leak(format!("r{i}").into_boxed_str());
+        openai::calls(
+            "",
+            &[Call::new(
+                id,
+                "readFile",
+                &json!({"path": format!("big{i}.txt")}),
+            )],
+            20,
+        )
+    };
+    let server = FakeProvider::start(vec![
+        read(0),
+        read(1),
+        read(2),
+        read(3),
+        openai::text("Read them all."),
+    ]);
+    let run = warden_run(
+        &p,
+        &server,
+        &["--context-window", "6000"],
+        "read the four big files",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let last = server.received()[4].json();
+    let tool_messages: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tool_messages.len(),
+        4,
+        "the calls stay paired with their results"
+    );
+    let id = events(&run)[0]["sessionId"].as_str().unwrap().to_owned();
+    let shown = p.run(&["context", "show", &id, "--context-window", "6000"]);
+    assert!(
+        tool_messages[0].starts_with("[pruned"),
+        "{}\n{}",
+        shown.stdout,
+        &tool_messages[0][..200]
+    );
+    assert!(tool_messages[0].contains("big0.txt"));
+    assert!(
+        !tool_messages[3].starts_with("[pruned"),
+        "the latest result stays raw"
+    );
+    let id = events(&run)[0]["sessionId"].as_str().unwrap().to_owned();
+    let shown = p.run(&["context", "show", &id, "--json", "--context-window", "6000"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let report: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(report["window"], 6000);
+    let files = report["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "files_references")
+        .unwrap();
+    assert!(files["trimmed"].as_u64().unwrap() > 0, "{report}");
+    let text = p.run(&["context", "show", &id, "--context-window", "6000"]);
+    assert!(
+        text.stdout.contains("files_references")
+            && text.stdout.contains("replaced by placeholders"),
+        "{}",
+        text.stdout
+    );
+}

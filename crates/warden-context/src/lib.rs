@@ -1,8 +1,11 @@
 //! warden's context manager (SPEC C1–C8): what the model sees. Selection, trimming and
-//! compression are separate pieces. This first part is the identifier extractor compaction
-//! relies on: a summary must keep every opaque identifier of what it replaces.
+//! compression are separate pieces: [`build`] selects and trims the conversation within budget
+//! and reports what each layer got; the identifier extractor is what compaction checks a summary
+//! with (a summary must keep every opaque identifier of what it replaces).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod builder;
 mod identifiers;
 
+pub use builder::{Built, Input, Layer, Report, build, estimate, item_tokens};
 pub use identifiers::{Identifier, Kind, extract, missing};

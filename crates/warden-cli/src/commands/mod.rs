@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use warden_config::{LoadOptions, RawSettings, Settings};
 
-use crate::args::{Cli, Command, SandboxCommand};
+use crate::args::{Cli, Command, ContextCommand, SandboxCommand};
 use crate::{CliError, Exit};
 
 pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
@@ -30,6 +30,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Run(args) => run::run(dir, &args.agent, &args.prompt),
         Command::Resume(args) => run::resume(dir, &args),
         Command::Sessions(args) => run::sessions(&args),
+        Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }
 

@@ -13,9 +13,10 @@ use warden_model::{Client, Item, SelectError};
 use warden_policy::Engine;
 use warden_protocol::SessionId;
 use warden_tools::{OnAsk, Registry, ToolContext};
+use warden_trace::AgentSession;
 
 use super::{load_settings_with, open_trace, print_json};
-use crate::args::{AgentArgs, ResumeArgs, SessionsArgs};
+use crate::args::{AgentArgs, ContextShowArgs, ResumeArgs, SessionsArgs};
 use crate::{CliError, Exit};
 
 /// The most tokens one answer may take.
@@ -35,11 +36,11 @@ pub(super) fn run(dir: Option<PathBuf>, args: &AgentArgs, prompt: &str) -> Resul
     start(dir, args, SessionId::new(), state, None, 0)
 }
 
-pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, CliError> {
-    let session: SessionId = args.session.parse().map_err(CliError::usage)?;
+/// A saved run: its header and its state, conversation included.
+fn load(session: &SessionId) -> Result<(AgentSession, State), CliError> {
     let store = open_trace()?;
     let (header, saved) = store
-        .agent_state(&session)
+        .agent_state(session)
         .map_err(CliError::failure)?
         .ok_or_else(|| {
             CliError::usage(anyhow!("no saved run {session} (see `warden sessions`)"))
@@ -48,11 +49,17 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         CliError::failure(anyhow!("the saved state of {session} is unreadable: {e}"))
     };
     let mut state: State = serde_json::from_value(saved).map_err(|e| unreadable(&e))?;
-    for item in store.agent_items(&session).map_err(CliError::failure)? {
+    for item in store.agent_items(session).map_err(CliError::failure)? {
         state
             .items
             .push(serde_json::from_value(item).map_err(|e| unreadable(&e))?);
     }
+    Ok((header, state))
+}
+
+pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, CliError> {
+    let session: SessionId = args.session.parse().map_err(CliError::usage)?;
+    let (header, mut state) = load(&session)?;
     let saved_items = state.items.len();
     interrupted_calls(&mut state);
     match &args.prompt {
@@ -122,6 +129,11 @@ fn cli_layer(args: &AgentArgs) -> Result<RawSettings, CliError> {
     }
     if !args.deny.is_empty() {
         permissions.deny = Some(args.deny.clone());
+    }
+    if let Some(window) = args.context_window {
+        raw.context
+            .get_or_insert_with(Default::default)
+            .window_tokens = Some(window);
     }
     Ok(raw)
 }
@@ -244,6 +256,54 @@ fn start(
             Exit::Failure
         }
     })
+}
+
+/// `warden context show`: what the next call of a saved run would contain, per layer.
+pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Result<Exit, CliError> {
+    let session: SessionId = args.session.parse().map_err(CliError::usage)?;
+    let (header, state) = load(&session)?;
+    let mut raw = RawSettings::default();
+    if let Some(window) = args.context_window {
+        raw.context
+            .get_or_insert_with(Default::default)
+            .window_tokens = Some(window);
+    }
+    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
+    let settings = load_settings_with(dir, raw).map_err(|e| CliError::usage(e.error))?;
+    let registry = Registry::builtin().map_err(CliError::failure)?;
+    let tools = warden_agent::tool_defs(&registry);
+    let network = settings.sandbox.network.mode == "on";
+    let (_, built) = warden_agent::context(&settings, &state, &tools, network);
+    let report = &built.report;
+    if args.json {
+        print_json(report)?;
+        return Ok(Exit::Success);
+    }
+    println!(
+        "window {} tokens, budget {}, this context {}{}",
+        report.window,
+        report.budget,
+        report.total,
+        if report.over_budget {
+            " (over budget)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
+        "layer", "budget", "used", "kept", "trimmed", "dropped"
+    );
+    for layer in &report.layers {
+        println!(
+            "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
+            layer.name, layer.budget, layer.used, layer.kept, layer.trimmed, layer.dropped
+        );
+        for reason in &layer.reasons {
+            println!("    {reason}");
+        }
+    }
+    Ok(Exit::Success)
 }
 
 pub(super) fn sessions(args: &SessionsArgs) -> Result<Exit, CliError> {

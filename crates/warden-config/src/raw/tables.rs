@@ -190,11 +190,15 @@ pub struct RawContext {
     /// Tokens one tool result may take before it is cut. Must be greater than zero.
     /// Default `4000`.
     pub tool_output_tokens: Option<u64>,
+    /// The model's window in tokens, overriding `[model] context_window` and what the model
+    /// reports (for small local models). Must be greater than zero. Default none.
+    pub window_tokens: Option<u64>,
 }
 
 merge_struct!(RawContext {
     shares,
     tool_output_tokens,
+    window_tokens,
 });
 
 /// `[context.shares]`: percentages of the context window; after merging they must sum to

@@ -317,6 +317,7 @@ fn build_context(raw: RawContext) -> Context {
     let RawContext {
         shares,
         tool_output_tokens,
+        window_tokens,
     } = raw;
     let d = Context::default();
     let RawContextShares {
@@ -337,6 +338,7 @@ fn build_context(raw: RawContext) -> Context {
             summary: summary.unwrap_or(d.shares.summary),
         },
         tool_output_tokens: tool_output_tokens.unwrap_or(d.tool_output_tokens),
+        window_tokens,
     }
 }
 

@@ -121,25 +121,26 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
         }
     }
 
-    let budgets = &settings.budgets;
-    for (field, value) in [
-        ("max_tokens", budgets.max_tokens),
-        ("max_wall_seconds", budgets.max_wall_seconds),
-        ("max_tool_calls", budgets.max_tool_calls),
-        ("max_turns", budgets.max_turns),
+    let (budgets, context) = (&settings.budgets, &settings.context);
+    for (section, field, value) in [
+        ("budgets", "max_tokens", budgets.max_tokens),
+        ("budgets", "max_wall_seconds", budgets.max_wall_seconds),
+        ("budgets", "max_tool_calls", budgets.max_tool_calls),
+        ("budgets", "max_turns", budgets.max_turns),
+        (
+            "context",
+            "tool_output_tokens",
+            Some(context.tool_output_tokens),
+        ),
+        ("context", "window_tokens", context.window_tokens),
     ] {
         if let Some(value) = value {
-            positive(&["budgets", field], value)?;
+            positive(&[section, field], value)?;
         }
     }
     if let Some(cost) = budgets.max_cost_usd {
         positive_f64(&["budgets", "max_cost_usd"], cost)?;
     }
-
-    positive(
-        &["context", "tool_output_tokens"],
-        settings.context.tool_output_tokens,
-    )?;
     let total = settings.context.shares.total();
     if !(99..=101).contains(&total) {
         let message = format!("shares sum to {total}, they must sum to 100 (± 1)");
@@ -147,14 +148,12 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
     }
 
     let manifest = &settings.org.manifest;
-    positive(
-        &["org", "manifest", "max_duration_seconds"],
-        manifest.max_duration_seconds,
-    )?;
-    positive(
-        &["org", "manifest", "max_memory_mb"],
-        manifest.max_memory_mb,
-    )?;
+    for (field, value) in [
+        ("max_duration_seconds", manifest.max_duration_seconds),
+        ("max_memory_mb", manifest.max_memory_mb),
+    ] {
+        positive(&["org", "manifest", field], value)?;
+    }
     positive_f64(&["org", "manifest", "max_cpu"], manifest.max_cpu)?;
 
     check_org(settings, blame)

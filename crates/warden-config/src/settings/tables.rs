@@ -213,6 +213,8 @@ pub struct Context {
     pub shares: ContextShares,
     /// Tokens a single tool result may take before it is cut. Default 4000.
     pub tool_output_tokens: u64,
+    /// The window, overriding `[model] context_window`. Default none.
+    pub window_tokens: Option<u64>,
 }
 
 impl Default for Context {
@@ -220,6 +222,7 @@ impl Default for Context {
         Context {
             shares: ContextShares::default(),
             tool_output_tokens: 4000,
+            window_tokens: None,
         }
     }
 }

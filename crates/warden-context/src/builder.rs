@@ -1,0 +1,433 @@
+//! Selection and trimming (SPEC C1, C2, C4): the conversation that goes to the model, within
+//! budget, and a report of what each layer got and what was pruned or dropped, and why.
+//!
+//! The system layers (rules, goal and state, tools) are rebuilt on every call and never cut.
+//! The conversation is cut in two steps, cheapest first: tool results become placeholders that
+//! say what they were and how to get them back (the oldest first, the last few and failures
+//! last); then, only if that is not enough, the oldest whole turns go, their opaque identifiers
+//! kept in a note. Never cut: the task, the
+//! latest user message, the most recent failure and the last turn. When even those do not fit,
+//! the context goes out over budget and says so: a turn never fails or loops for lack of room.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use warden_config::ContextShares;
+use warden_model::Item;
+
+use crate::identifiers;
+
+/// Tool results of the last turns kept raw, whatever else is pruned.
+const RECENT_RESULTS: usize = 6;
+/// The most identifiers listed for what was dropped.
+const MAX_KEPT_IDENTIFIERS: usize = 200;
+
+/// What a context is built from.
+#[derive(Debug, Clone)]
+pub struct Input<'a> {
+    /// The model's window, in tokens.
+    pub window: u64,
+    /// The share of the window the context may fill, in percent (the compaction threshold).
+    pub threshold_percent: u64,
+    pub shares: &'a ContextShares,
+    /// Identity, permissions, tool guidance and the project's instructions.
+    pub rules: &'a str,
+    /// The plan and what the session knows.
+    pub goal_state: &'a str,
+    /// Tokens of the tool schemas sent with the request.
+    pub tool_tokens: u64,
+    pub items: &'a [Item],
+    /// Real tokens per estimated token, from the provider's reports (1.0 until there are some).
+    pub calibration: f64,
+}
+
+/// The conversation to send, and the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Built {
+    #[serde(skip)]
+    pub items: Vec<Item>,
+    pub report: Report,
+}
+
+/// What went in, per layer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub window: u64,
+    /// Tokens the whole context may take.
+    pub budget: u64,
+    /// Tokens it takes.
+    pub total: u64,
+    /// The never-cut part alone is larger than the budget.
+    pub over_budget: bool,
+    pub layers: Vec<Layer>,
+}
+
+/// One layer of the context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Layer {
+    pub name: &'static str,
+    /// Its share of the window, in tokens.
+    pub budget: u64,
+    pub used: u64,
+    pub kept: usize,
+    /// Shortened (tool results replaced by placeholders).
+    pub trimmed: usize,
+    pub dropped: usize,
+    pub reasons: Vec<String>,
+}
+
+/// Estimated tokens of a text: four bytes a token, times the calibration.
+pub fn estimate(text: &str, calibration: f64) -> u64 {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let tokens = ((text.len() as f64 / 4.0) * calibration).ceil() as u64;
+    tokens
+}
+
+/// Estimated tokens of one item.
+pub fn item_tokens(item: &Item, calibration: f64) -> u64 {
+    match item {
+        Item::User { text } => estimate(text, calibration),
+        Item::Assistant { text, calls } => {
+            estimate(text, calibration)
+                + calls
+                    .iter()
+                    .map(|c| estimate(&c.arguments, calibration) + 8)
+                    .sum::<u64>()
+        }
+        Item::ToolResult { content, .. } => estimate(content, calibration) + 4,
+    }
+}
+
+fn share(window: u64, percent: u32) -> u64 {
+    window.saturating_mul(u64::from(percent)) / 100
+}
+
+/// Where each item stands: the turn it belongs to (turn 0 is what precedes the first model
+/// answer), and whether it may be cut.
+struct Shape {
+    turn_of: Vec<usize>,
+    protected: Vec<bool>,
+    recent: Vec<bool>,
+}
+
+fn shape(items: &[Item]) -> Shape {
+    let mut turn = 0;
+    let mut turn_of = Vec::with_capacity(items.len());
+    for item in items {
+        if matches!(item, Item::Assistant { .. }) {
+            turn += 1;
+        }
+        turn_of.push(turn);
+    }
+    let last_turn = turn;
+    let last_user = items.iter().rposition(|i| matches!(i, Item::User { .. }));
+    let last_failure = items
+        .iter()
+        .rposition(|i| matches!(i, Item::ToolResult { is_error: true, .. }));
+    let failure_turn = last_failure.map(|i| turn_of[i]);
+    let mut protected = vec![false; items.len()];
+    for (i, p) in protected.iter_mut().enumerate() {
+        *p = i == 0
+            || Some(i) == last_user
+            || (last_turn > 0 && turn_of[i] == last_turn)
+            || Some(turn_of[i]) == failure_turn && turn_of[i] > 0;
+    }
+    let mut recent = vec![false; items.len()];
+    let mut left = RECENT_RESULTS;
+    for (i, item) in items.iter().enumerate().rev() {
+        if left == 0 {
+            break;
+        }
+        if matches!(item, Item::ToolResult { .. }) {
+            recent[i] = true;
+            left -= 1;
+        }
+    }
+    Shape {
+        turn_of,
+        protected,
+        recent,
+    }
+}
+
+/// The placeholder a pruned tool result becomes.
+fn placeholder(items: &[Item], index: usize) -> Option<String> {
+    let Item::ToolResult {
+        call_id,
+        name,
+        content,
+        ..
+    } = &items[index]
+    else {
+        return None;
+    };
+    let arguments = items[..index].iter().rev().find_map(|item| match item {
+        Item::Assistant { calls, .. } => calls
+            .iter()
+            .find(|c| c.id == *call_id)
+            .map(|c| c.arguments.clone()),
+        _ => None,
+    });
+    let digest = Sha256::digest(content.as_bytes());
+    let mut hash = String::new();
+    for byte in &digest[..6] {
+        let _ = write!(hash, "{byte:02x}");
+    }
+    Some(format!(
+        "[pruned to save context: the {name} result for {} ({} bytes, sha256 {hash}…); call {name} \
+         again to see it]",
+        arguments.unwrap_or_else(|| "this call".to_owned()),
+        content.len()
+    ))
+}
+
+/// Builds the conversation for the next call.
+#[allow(clippy::too_many_lines)]
+pub fn build(input: &Input<'_>) -> Built {
+    let c = input.calibration;
+    let window = input.window;
+    let budget = share(window, u32::try_from(input.threshold_percent).unwrap_or(80));
+    let fixed = estimate(input.rules, c) + estimate(input.goal_state, c) + input.tool_tokens;
+    let available = budget.saturating_sub(fixed);
+    let items = input.items;
+    let shape = shape(items);
+    let mut kept: Vec<Option<Item>> = items.iter().cloned().map(Some).collect();
+    let mut sizes: Vec<u64> = items.iter().map(|i| item_tokens(i, c)).collect();
+    let mut total: u64 = sizes.iter().sum();
+    let mut pruned = 0usize;
+    let mut pruned_bytes = 0usize;
+    // 1. Old tool results become placeholders, oldest first; failures last.
+    if total > available {
+        // Recent results and failures go last: pruned only when the older ones were not enough,
+        // and always before any turn is dropped.
+        let mut candidates: Vec<usize> = (0..items.len())
+            .filter(|&i| matches!(items[i], Item::ToolResult { .. }) && !shape.protected[i])
+            .collect();
+        candidates.sort_by_key(|&i| {
+            (
+                shape.recent[i],
+                matches!(items[i], Item::ToolResult { is_error: true, .. }),
+                i,
+            )
+        });
+        for i in candidates {
+            if total <= available {
+                break;
+            }
+            let Some(text) = placeholder(items, i) else {
+                continue;
+            };
+            if let Some(Item::ToolResult { content, .. }) = &mut kept[i] {
+                if text.len() >= content.len() {
+                    continue;
+                }
+                pruned_bytes += content.len();
+                *content = text;
+                let size = item_tokens(kept[i].as_ref().unwrap_or(&items[i]), c);
+                total = total - sizes[i] + size;
+                sizes[i] = size;
+                pruned += 1;
+            }
+        }
+    }
+    // 2. Then whole turns, oldest first; their identifiers stay in a note.
+    let mut dropped_items = 0usize;
+    let mut dropped_turns = 0usize;
+    let mut lost_ids: Vec<identifiers::Identifier> = Vec::new();
+    if total > available {
+        let last_turn = shape.turn_of.last().copied().unwrap_or(0);
+        for turn in 1..=last_turn {
+            if total <= available {
+                break;
+            }
+            let members: Vec<usize> = (0..items.len())
+                .filter(|&i| shape.turn_of[i] == turn)
+                .collect();
+            if members.iter().any(|&i| shape.protected[i]) {
+                continue;
+            }
+            for &i in &members {
+                if kept[i].take().is_some() {
+                    for id in identifiers::extract(&text_of(&items[i])) {
+                        if !lost_ids.contains(&id) {
+                            lost_ids.push(id);
+                        }
+                    }
+                    total -= sizes[i];
+                    sizes[i] = 0;
+                    dropped_items += 1;
+                }
+            }
+            dropped_turns += 1;
+        }
+    }
+    let mut out: Vec<Item> = Vec::with_capacity(items.len() + 1);
+    for (i, item) in kept.into_iter().enumerate() {
+        if let Some(item) = item {
+            out.push(item);
+        }
+        if i == 0 && dropped_items > 0 {
+            let mut note = format!(
+                "[{dropped_items} earlier messages ({dropped_turns} turns) were dropped to fit the \
+                 context window. Your plan and what the session knows are in the system prompt. \
+                 This is history, not instructions.]"
+            );
+            if !lost_ids.is_empty() {
+                note.push_str("\nIdentifiers from the dropped part, verbatim:");
+                for id in lost_ids.iter().take(MAX_KEPT_IDENTIFIERS) {
+                    let _ = write!(note, "\n- {} {}", id.kind.as_str(), id.text);
+                }
+            }
+            total += estimate(&note, c);
+            out.push(Item::User { text: note });
+        }
+    }
+    let total = total + fixed;
+    let over_budget = total > budget;
+    let layers = layers(
+        input,
+        &shape,
+        &sizes,
+        pruned,
+        pruned_bytes,
+        dropped_items,
+        over_budget,
+    );
+    Built {
+        items: out,
+        report: Report {
+            window,
+            budget,
+            total,
+            over_budget,
+            layers,
+        },
+    }
+}
+
+fn text_of(item: &Item) -> String {
+    match item {
+        Item::User { text } => text.clone(),
+        Item::Assistant { text, calls } => {
+            let mut all = text.clone();
+            for call in calls {
+                all.push('\n');
+                all.push_str(&call.arguments);
+            }
+            all
+        }
+        Item::ToolResult { content, .. } => content.clone(),
+    }
+}
+
+fn layers(
+    input: &Input<'_>,
+    shape: &Shape,
+    sizes: &[u64],
+    pruned: usize,
+    pruned_bytes: usize,
+    dropped: usize,
+    over_budget: bool,
+) -> Vec<Layer> {
+    let s = input.shares;
+    let w = input.window;
+    let c = input.calibration;
+    let items = input.items;
+    // Dropped items count nothing (their size is zero).
+    let results = |recent: bool| {
+        (0..items.len())
+            .filter(|&i| {
+                matches!(items[i], Item::ToolResult { .. })
+                    && shape.recent[i] == recent
+                    && sizes[i] > 0
+            })
+            .collect::<Vec<_>>()
+    };
+    let (old, recent) = (results(false), results(true));
+    let history: Vec<usize> = (1..items.len())
+        .filter(|&i| !matches!(items[i], Item::ToolResult { .. }) && sizes[i] > 0)
+        .collect();
+    let sum = |list: &[usize]| list.iter().map(|&i| sizes[i]).sum::<u64>();
+    let mut files_reasons = Vec::new();
+    if pruned > 0 {
+        files_reasons.push(format!(
+            "{pruned} older tool results ({pruned_bytes} bytes) replaced by placeholders"
+        ));
+    }
+    let mut history_reasons = Vec::new();
+    if dropped > 0 {
+        history_reasons.push(format!(
+            "{dropped} messages of the oldest turns dropped; their identifiers kept in a note"
+        ));
+    }
+    if over_budget {
+        history_reasons.push(
+            "what may never be cut (the task, the latest message, the last failure, the last \
+             turn) is larger than the budget: sent over budget"
+                .to_owned(),
+        );
+    }
+    vec![
+        Layer {
+            name: "rules",
+            budget: share(w, s.rules),
+            used: estimate(input.rules, c),
+            kept: 1,
+            trimmed: 0,
+            dropped: 0,
+            reasons: Vec::new(),
+        },
+        Layer {
+            name: "goal_state",
+            budget: share(w, s.goal_state),
+            used: estimate(input.goal_state, c) + sizes.first().copied().unwrap_or(0),
+            kept: 1 + usize::from(!items.is_empty()),
+            trimmed: 0,
+            dropped: 0,
+            reasons: Vec::new(),
+        },
+        Layer {
+            name: "tools_permissions",
+            budget: share(w, s.tools_permissions),
+            used: input.tool_tokens,
+            kept: 1,
+            trimmed: 0,
+            dropped: 0,
+            reasons: Vec::new(),
+        },
+        Layer {
+            name: "files_references",
+            budget: share(w, s.files_references),
+            used: sum(&old),
+            kept: old.len(),
+            trimmed: pruned,
+            dropped: 0,
+            reasons: files_reasons,
+        },
+        Layer {
+            name: "recent_trace",
+            budget: share(w, s.recent_trace),
+            used: sum(&recent),
+            kept: recent.len(),
+            trimmed: 0,
+            dropped: 0,
+            reasons: Vec::new(),
+        },
+        Layer {
+            name: "history",
+            budget: share(w, s.summary),
+            used: sum(&history),
+            kept: history.len(),
+            trimmed: 0,
+            dropped,
+            reasons: history_reasons,
+        },
+    ]
+}
