@@ -237,27 +237,35 @@ pub fn build(input: &Input<'_>) -> Built {
             }
         }
     }
-    // 2. Then whole turns, oldest first; their identifiers stay in a note.
+    // 2. Then whole turns, oldest first; the identifiers of what they held (as it stood in
+    // the context, placeholders included) stay in a note, which counts against the budget too.
     let mut dropped_items = 0usize;
     let mut dropped_turns = 0usize;
     let mut lost_ids: Vec<identifiers::Identifier> = Vec::new();
+    let mut listed: std::collections::HashSet<identifiers::Identifier> =
+        std::collections::HashSet::new();
+    let mut note_tokens = 0u64;
     if total > available {
         let last_turn = shape.turn_of.last().copied().unwrap_or(0);
-        for turn in 1..=last_turn {
-            if total <= available {
+        let mut members_of: Vec<Vec<usize>> = vec![Vec::new(); last_turn + 1];
+        for (i, &turn) in shape.turn_of.iter().enumerate() {
+            members_of[turn].push(i);
+        }
+        for members in members_of.iter().skip(1) {
+            if total + note_tokens <= available {
                 break;
             }
-            let members: Vec<usize> = (0..items.len())
-                .filter(|&i| shape.turn_of[i] == turn)
-                .collect();
             if members.iter().any(|&i| shape.protected[i]) {
                 continue;
             }
-            for &i in &members {
-                if kept[i].take().is_some() {
-                    for id in identifiers::extract(&text_of(&items[i])) {
-                        if !lost_ids.contains(&id) {
-                            lost_ids.push(id);
+            for &i in members {
+                if let Some(item) = kept[i].take() {
+                    if lost_ids.len() < MAX_KEPT_IDENTIFIERS {
+                        for id in identifiers::extract(&text_of(&item)) {
+                            if lost_ids.len() < MAX_KEPT_IDENTIFIERS && listed.insert(id.clone()) {
+                                note_tokens += estimate(&id.text, c) + 3;
+                                lost_ids.push(id);
+                            }
                         }
                     }
                     total -= sizes[i];
@@ -266,6 +274,7 @@ pub fn build(input: &Input<'_>) -> Built {
                 }
             }
             dropped_turns += 1;
+            note_tokens = note_tokens.max(80);
         }
     }
     let mut out: Vec<Item> = Vec::with_capacity(items.len() + 1);
