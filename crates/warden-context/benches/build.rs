@@ -4,6 +4,7 @@
 //! `cargo bench -p warden-context --bench build`
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::cast_precision_loss)]
 
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use warden_config::ContextShares;
@@ -30,9 +31,10 @@ fn session() -> Vec<Item> {
         for call in &calls {
             let mut content = String::new();
             for line in 0..60 {
-                content.push_str(&format!(
-                    "{line:>6}\tfn helper_{t}_{line}(x: u32) -> u32 {{ x + {line} }} // see src/lib.rs:{line}\n"
-                ));
+                let _ = writeln!(
+                    content,
+                    "{line:>6}\tfn helper_{t}_{line}(x: u32) -> u32 {{ x + {line} }} // see src/lib.rs:{line}"
+                );
             }
             items.push(Item::ToolResult {
                 call_id: call.id.clone(),
