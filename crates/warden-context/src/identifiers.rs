@@ -122,10 +122,11 @@ static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 /// Names that are functions by where they stand: a stack frame (`at Object.openSync (`), a test
-/// id (`tests/test_api.py::test_create`), a linker's symbol, `Type::method`.
+/// id (`tests/test_api.py::test_create`), a linker's symbol (`undefined symbol: x`,
+/// `lib.a(x.o):(symbol)`), `Type::method`.
 static FUNCTION_PLACED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\bat\s+([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s+\(|\.py::([A-Za-z_]\w*)|(?:undefined symbol:|undefined reference to)\s+`?([A-Za-z_]\w*)|\b([A-Z]\w*::[a-z_]\w*)\b",
+        r"\bat\s+([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s+\(|\.py::([A-Za-z_]\w*)|(?:undefined symbol:|undefined reference to)\s+`?([A-Za-z_]\w*)|\b([A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)",
     )
 });
 static TABLE: LazyLock<Regex> = LazyLock::new(|| {
@@ -228,7 +229,7 @@ impl Finder<'_> {
     fn names(&mut self) {
         let text = self.text;
         for c in FUNCTION_PLACED.captures_iter(text) {
-            let name = (1..=4).find_map(|i| c.get(i));
+            let name = (1..=5).find_map(|i| c.get(i));
             if let Some(name) = name.filter(|n| !NOT_FUNCTIONS.contains(&n.as_str())) {
                 self.add(Kind::Function, name.start(), name.end());
             }

@@ -5,6 +5,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod builder;
+pub mod compaction;
 mod identifiers;
 
 pub use builder::{Built, Input, Layer, Report, build, estimate, item_tokens};
