@@ -114,16 +114,13 @@ pub fn repair(summary: &str, range: &[Item]) -> (String, Vec<Identifier>) {
             current = Some(at);
             continue;
         }
-        match current {
-            Some(at) => {
-                sections[at].1.push_str(line);
-                sections[at].1.push('\n');
-            }
-            None => {
-                preamble.push_str(line);
-                preamble.push('\n');
-            }
-        }
+        let body = if let Some(at) = current {
+            &mut sections[at].1
+        } else {
+            &mut preamble
+        };
+        body.push_str(line);
+        body.push('\n');
     }
     // What the summary said outside the headings still counts as said.
     if !preamble.trim().is_empty() {
