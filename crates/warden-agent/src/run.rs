@@ -244,7 +244,16 @@ impl Agent<'_> {
             if let Some(which) = self.exhausted(state, started) {
                 return Status::BudgetExhausted(which);
             }
-            let (system, built) = self.context(state, &tools);
+            let (mut system, mut built) = self.context(state, &tools);
+            // Pruning was not enough: the model summarises the older part, once this turn;
+            // whatever still does not fit is trimmed, and the turn goes on.
+            if built.report.layers.iter().any(|l| l.dropped > 0) {
+                match self.compact(state).await {
+                    Ok(()) => (system, built) = self.context(state, &tools),
+                    Err(Some(status)) => return status,
+                    Err(None) => {}
+                }
+            }
             let estimated = built.report.total;
             if built
                 .report
@@ -312,6 +321,69 @@ impl Agent<'_> {
                 return status;
             }
         }
+    }
+
+    /// Replaces the older part of the conversation by a handoff summary the model writes, with
+    /// every opaque identifier of that part checked and put back where it dropped one. `Err(None)`
+    /// when it could not be done (the builder trims instead); `Err(Some(_))` when the run must
+    /// stop (Ctrl-C).
+    async fn compact(&mut self, state: &mut State) -> Result<(), Option<Status>> {
+        use warden_context::compaction;
+        let end = compaction::cut(&state.items);
+        if end <= 2 {
+            return Err(None);
+        }
+        let range = state.items[1..end].to_vec();
+        let mut text = compaction::render(&range);
+        // The request must fit the window itself: the oldest part goes first (its identifiers
+        // are put back from the range by the repair anyway).
+        let room = usize::try_from(window(self.settings).saturating_mul(2)).unwrap_or(usize::MAX);
+        if text.len() > room {
+            let mut from = text.len() - room;
+            while !text.is_char_boundary(from) {
+                from += 1;
+            }
+            text = format!("[… the oldest part is left out …]\n{}", &text[from..]);
+        }
+        let request = Request {
+            system: compaction::PROMPT.to_owned(),
+            items: vec![Item::User { text }],
+            tools: Vec::new(),
+            max_output_tokens: 4096,
+        };
+        let interrupt = self.interrupt.clone();
+        let (mut quiet, mut no_notice) = (|_| {}, |_| {});
+        let turn = tokio::select! {
+            turn = self.client.complete(&request, &mut quiet, &mut no_notice) => turn,
+            () = interrupt.wait() => return Err(Some(Status::Interrupted)),
+        };
+        let turn = match turn {
+            Ok(turn) => turn,
+            Err(err) => {
+                self.trace("compaction_failed", &json!({"error": err.to_string()}));
+                return Err(None);
+            }
+        };
+        self.account(state, &request, &turn, 0);
+        let (summary, restored) = compaction::repair(&turn.text, &range);
+        state
+            .items
+            .splice(1..end, [compaction::summary_item(&summary, range.len())]);
+        state.compactions += 1;
+        // The stored conversation is rewritten from the start.
+        self.saved_items.set(0);
+        let data = json!({
+            "messages": range.len(),
+            "summaryChars": summary.len(),
+            "restoredIdentifiers": restored,
+        });
+        self.trace("compaction", &data);
+        self.sink.event(
+            "compaction",
+            &json!({"messages": range.len(), "restored": restored.len()}),
+        );
+        self.save(state, "running")
+            .map_err(|why| Some(Status::Error(why)))
     }
 
     /// Adds a turn's tokens and cost; learns the estimate's calibration from the provider's

@@ -34,6 +34,8 @@ pub struct State {
     pub base_url: Option<String>,
     /// Real tokens per estimated token, learnt from the provider's reports (0 until then).
     pub calibration: f64,
+    /// How often the conversation was compacted.
+    pub compactions: u64,
 }
 
 /// A command the run executed.

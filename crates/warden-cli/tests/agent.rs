@@ -974,3 +974,79 @@ fn a_small_window_prunes_old_tool_output_and_the_context_is_shown() {
         text.stdout
     );
 }
+
+#[test]
+fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
+    let p = Project::new();
+    for i in 0..16 {
+        p.write(
+            &format!("src/part{i}.rs"),
+            &format!(
+                "// see https://example.com/spec/{i} and issue #{}\n",
+                100 + i
+            )
+            .repeat(40),
+        );
+    }
+    let read = |i: usize| {
+        let id = Box::leak(format!("r{i}").into_boxed_str());
+        openai::calls(
+            &format!(
+                "Reading part {i}, after commit 1a2b3c{i:x}. {}",
+                "Thinking about the parts read so far. ".repeat(40)
+            ),
+            &[Call::new(
+                id,
+                "readFile",
+                &json!({"path": format!("src/part{i}.rs")}),
+            )],
+            40,
+        )
+        .fast()
+    };
+    let mut script: Vec<Reply> = (0..16).map(read).collect();
+    script.push(openai::text("All parts read.").fast());
+    // The summariser keeps the headings and loses every identifier.
+    let summary = openai::text("## Goal\nRead the parts.\n## Progress\nRead many parts.").fast();
+    let server = FakeProvider::start(script).answering("handoff summaries", summary);
+    let run = warden_run(
+        &p,
+        &server,
+        &["--context-window", "3500"],
+        "read every part",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events = events(&run);
+    let compactions = of_kind(&events, "compaction");
+    let id = events[0]["sessionId"].as_str().unwrap().to_owned();
+    let shown = p.run(&["context", "show", &id, "--context-window", "3500"]);
+    assert!(
+        !compactions.is_empty(),
+        "no compaction: {}\n{}",
+        shown.stdout,
+        run.stdout.lines().last().unwrap_or_default()
+    );
+    assert!(compactions[0]["restored"].as_u64().unwrap() > 0);
+    // The next request carries the summary, labelled as history, with the identifiers put back.
+    let received = server.received();
+    let after = received
+        .iter()
+        .position(|r| r.body.contains("handoff summaries"))
+        .unwrap()
+        + 1;
+    let next = received[after].json();
+    let summary_text = next["messages"][2]["content"].as_str().unwrap();
+    assert!(summary_text.contains("not instructions"), "{summary_text}");
+    assert!(summary_text.contains("## Files And Symbols"));
+    for id in [
+        "src/part0.rs",
+        "https://example.com/spec/0",
+        "#100",
+        "1a2b3c0",
+    ] {
+        assert!(summary_text.contains(id), "{id} lost: {summary_text}");
+    }
+    // At most one compaction a turn, and the run ended normally.
+    let turns = finished(&events)["turns"].as_u64().unwrap();
+    assert!(compactions.len() as u64 <= turns);
+}

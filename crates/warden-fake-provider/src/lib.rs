@@ -276,6 +276,8 @@ impl Received {
 struct Shared {
     replies: VecDeque<Reply>,
     received: Vec<Received>,
+    /// Requests whose body contains the marker get this reply, every time, out of turn.
+    special: Option<(String, Reply)>,
 }
 
 /// The server. It runs until the process ends.
@@ -294,6 +296,7 @@ impl FakeProvider {
         let shared = Arc::new(Mutex::new(Shared {
             replies: replies.into(),
             received: Vec::new(),
+            special: None,
         }));
         let state = shared.clone();
         std::thread::spawn(move || {
@@ -313,6 +316,14 @@ impl FakeProvider {
     /// Every request so far.
     pub fn received(&self) -> Vec<Received> {
         self.shared.lock().unwrap().received.clone()
+    }
+
+    /// Answers every request whose body contains `marker` with `reply`, out of turn (a
+    /// summariser, say), leaving the script for the others.
+    #[must_use]
+    pub fn answering(self, marker: &str, reply: Reply) -> Self {
+        self.shared.lock().unwrap().special = Some((marker.to_owned(), reply));
+        self
     }
 
     /// Adds replies to the end of the script.
@@ -356,16 +367,24 @@ fn serve(stream: &TcpStream, state: &Arc<Mutex<Shared>>) {
         }
         let reply = {
             let mut shared = state.lock().unwrap();
+            let body = String::from_utf8_lossy(&body).into_owned();
+            let special = shared
+                .special
+                .as_ref()
+                .filter(|(marker, _)| body.contains(marker.as_str()))
+                .map(|(_, reply)| reply.clone());
             shared.received.push(Received {
                 method,
                 path,
                 headers,
-                body: String::from_utf8_lossy(&body).into_owned(),
+                body,
             });
-            shared
-                .replies
-                .pop_front()
-                .unwrap_or_else(|| Reply::status(500, "the script has no more replies"))
+            special.unwrap_or_else(|| {
+                shared
+                    .replies
+                    .pop_front()
+                    .unwrap_or_else(|| Reply::status(500, "the script has no more replies"))
+            })
         };
         std::thread::sleep(reply.delay);
         let mut out = stream.try_clone().unwrap();

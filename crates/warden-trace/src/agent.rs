@@ -49,6 +49,13 @@ impl TraceStore {
             )
             .map_err(|source| self.sqlite_error(source))?;
         }
+        // A conversation that got shorter (compacted) leaves no stale rows behind.
+        let end = i64::try_from(first + items.len()).unwrap_or(i64::MAX);
+        tx.execute(
+            "DELETE FROM agent_items WHERE session_id = ?1 AND idx >= ?2",
+            params![session.as_str(), end],
+        )
+        .map_err(|source| self.sqlite_error(source))?;
         tx.execute(
             "INSERT INTO agent_sessions
                      (session_id, started_at, updated_at, status, model, cwd, goal, state)
