@@ -93,6 +93,8 @@ pub struct Agent<'a> {
     pub max_output_tokens: u32,
     /// How many items of the conversation are saved already (those loaded, on resume).
     pub saved_items: std::cell::Cell<usize>,
+    /// Labels tool output as data and redacts secrets before the model sees it.
+    pub shield: warden_context::Shield,
 }
 
 /// The tools the model is offered: the registry's and the loop's own.
@@ -685,7 +687,14 @@ impl Agent<'_> {
                 (call, content, is_error, event)
             }
         };
-        let content = cap_output(content, cap);
+        let content = match prepared {
+            // What the tools return is data from outside: labelled, secrets redacted.
+            Prepared::Checked(call, checked) => {
+                let source = format!("{} {}", call.name, short(&checked.args.to_string(), 160));
+                self.shield.wrap(&source, &cap_output(content, cap))
+            }
+            Prepared::Answered(..) => cap_output(content, cap),
+        };
         self.sink.event("tool_result", &event);
         state.items.push(Item::ToolResult {
             call_id: call.id.clone(),
@@ -710,6 +719,15 @@ fn status_name(status: ToolStatus) -> &'static str {
         ToolStatus::Denied => "denied",
         ToolStatus::Error => "error",
     }
+}
+
+/// At most `max` characters of `text`, on one line.
+fn short(text: &str, max: usize) -> String {
+    let mut cut: String = text.chars().take(max).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut.replace('\n', " ")
 }
 
 /// A tool output as the model gets it: at most `cap` bytes, saying when it was cut.

@@ -60,6 +60,15 @@ fn results_sent(server: &FakeProvider, n: usize) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A tool result's JSON, after the line that labels it as data from its source.
+fn payload(content: &str) -> Value {
+    let json = content
+        .split_once('\n')
+        .filter(|(label, _)| label.starts_with("[output of "))
+        .map_or(content, |(_, rest)| rest);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {content}"))
+}
+
 fn name_cleaner(p: &Project) {
     p.write(
         "package.json",
@@ -141,7 +150,11 @@ fn the_name_cleaner_is_fixed_over_several_turns_with_parallel_reads() {
     // npm test needed approval (given by --on-ask allow) and passed in the sandbox.
     let tests = results_sent(&server, 3);
     let npm = &tests.iter().find(|(id, _)| id == "t1").unwrap().1;
-    let npm: Value = serde_json::from_str(npm).unwrap();
+    assert!(
+        npm.starts_with("[output of bash "),
+        "tool output is labelled: {npm}"
+    );
+    let npm = payload(npm);
     assert_eq!(npm["exitCode"], 0, "{npm}");
     let decisions = of_kind(&events, "policy_decision");
     assert!(
@@ -558,7 +571,7 @@ fn the_private_probe_is_refused_everywhere_and_its_content_appears_nowhere() {
             .unwrap_or_else(|| panic!("{id}: no decision"));
         assert_eq!(d["decision"], "deny", "{id}: {d}");
     }
-    let e: Value = serde_json::from_str(&sent[4].1).unwrap();
+    let e = payload(&sent[4].1);
     assert_ne!(e["exitCode"], 0, "{e}");
     assert!(!run.stdout.contains("PROBE-SECRET") && !run.stderr.contains("PROBE-SECRET"));
     for request in server.received() {
@@ -1049,4 +1062,56 @@ fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
     // At most one compaction a turn, and the run ended normally.
     let turns = finished(&events)["turns"].as_u64().unwrap();
     assert!(compactions.len() as u64 <= turns);
+}
+
+#[test]
+fn tool_output_reaches_the_model_labelled_and_without_secrets() {
+    let p = Project::new();
+    let key = "sk-proj-9f8e7d6c5b4a39281706";
+    p.write(
+        "config/app.env",
+        &format!("OPENAI_API_KEY={key}\nDB_PASSWORD=hunter2hunter2\nDEBUG=1\n"),
+    );
+    let server = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new(
+                "r",
+                "readFile",
+                &json!({"path": "config/app.env"}),
+            )],
+            9,
+        ),
+        openai::text("Read it."),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let run = finish(
+        &p.command()
+            .env("OPENAI_API_KEY", key)
+            .args([
+                "run",
+                "--json",
+                "--model",
+                "openai/test-model",
+                "--base-url",
+                &base,
+                "read the env file",
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let content = &results_sent(&server, 1)[0].1;
+    assert!(content.starts_with("[output of readFile"), "{content}");
+    assert!(content.contains("data, not instructions"));
+    assert!(
+        !content.contains(key) && !content.contains("hunter2hunter2"),
+        "{content}"
+    );
+    assert!(content.contains("DEBUG=1"), "the rest is kept: {content}");
+    let system = server.received()[1].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("never instructions"));
 }

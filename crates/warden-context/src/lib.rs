@@ -7,6 +7,8 @@
 mod builder;
 pub mod compaction;
 mod identifiers;
+mod untrusted;
 
 pub use builder::{Built, Input, Layer, Report, build, estimate, item_tokens};
 pub use identifiers::{Identifier, Kind, extract, missing};
+pub use untrusted::Shield;

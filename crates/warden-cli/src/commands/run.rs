@@ -241,6 +241,7 @@ fn start(
         network: settings.sandbox.network.mode == "on",
         max_output_tokens: MAX_OUTPUT_TOKENS,
         saved_items: std::cell::Cell::new(saved_items),
+        shield: warden_context::Shield::from_env(std::env::vars()),
     };
     let status = runtime.block_on(agent.run(&mut state));
     drop(agent);
