@@ -325,6 +325,20 @@ impl Agent<'_> {
         }
     }
 
+    /// Compacts now (`warden compact`): the older part of the conversation becomes a handoff
+    /// summary, as when the context outgrows its window.
+    pub async fn compact_now(&mut self, state: &mut State) -> Result<(), String> {
+        match self.compact(state).await {
+            Ok(()) => Ok(()),
+            Err(Some(status)) => Err(format!("compaction stopped: {}", status.as_str())),
+            Err(None) => Err(
+                "nothing was compacted: the run is too short, or the model could not summarise \
+                 it (see the trace)"
+                    .to_owned(),
+            ),
+        }
+    }
+
     /// Replaces the older part of the conversation by a handoff summary the model writes, with
     /// every opaque identifier of that part checked and put back where it dropped one. `Err(None)`
     /// when it could not be done (the builder trims instead); `Err(Some(_))` when the run must

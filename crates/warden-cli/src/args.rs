@@ -49,6 +49,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the agent runs saved in the trace.
     Sessions(SessionsArgs),
+    /// Compact a saved run now: the model summarises its older part, identifiers kept.
+    Compact(Box<CompactArgs>),
     /// What the next model call of a saved run would contain.
     #[command(subcommand)]
     Context(ContextCommand),
@@ -109,6 +111,14 @@ pub struct ResumeArgs {
     pub session: String,
     /// What to add before going on.
     pub prompt: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// The saved run.
+    pub session: String,
 }
 
 #[derive(Debug, Subcommand)]

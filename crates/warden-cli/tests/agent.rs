@@ -1062,6 +1062,32 @@ fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
     // At most one compaction a turn, and the run ended normally.
     let turns = finished(&events)["turns"].as_u64().unwrap();
     assert!(compactions.len() as u64 <= turns);
+    // Compacting by hand: the saved conversation gets shorter and keeps its identifiers.
+    let before = p.run(&["context", "show", &id, "--json"]);
+    let manual = p.run(&[
+        "compact",
+        "--base-url",
+        &format!("{}/v1", server.url()),
+        &id,
+    ]);
+    assert_eq!(manual.code, 0, "{}", manual.stderr);
+    assert!(
+        manual.stdout.starts_with("compacted: "),
+        "{}",
+        manual.stdout
+    );
+    let after: Value =
+        serde_json::from_str(&p.run(&["context", "show", &id, "--json"]).stdout).unwrap();
+    let before: Value = serde_json::from_str(&before.stdout).unwrap();
+    let kept = |r: &Value| {
+        r["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["kept"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(kept(&after) < kept(&before), "{before}\n{after}");
 }
 
 #[test]

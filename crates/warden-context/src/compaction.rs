@@ -40,12 +40,13 @@ pub fn cut(items: &[Item]) -> usize {
         .iter()
         .rposition(|i| matches!(i, Item::Assistant { .. }))
         .unwrap_or(items.len());
+    // A summary or a note warden wrote is not the user speaking.
     let last_user = items
         .iter()
         .enumerate()
         .skip(1)
         .rev()
-        .find(|(_, i)| matches!(i, Item::User { .. }))
+        .find(|(_, i)| matches!(i, Item::User { text } if !is_warden_note(text)))
         .map_or(items.len(), |(at, _)| at);
     let failure_turn = items
         .iter()
@@ -57,6 +58,12 @@ pub fn cut(items: &[Item]) -> usize {
         })
         .unwrap_or(items.len());
     last_turn.min(last_user).min(failure_turn).max(1)
+}
+
+/// Whether a user item is one warden wrote (a summary, a note on dropped messages).
+fn is_warden_note(text: &str) -> bool {
+    text.starts_with("[Summary of ")
+        || text.starts_with('[') && text[1..].starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The part to compact, as text for the summariser: each message labelled, long tool results

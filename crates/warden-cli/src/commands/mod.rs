@@ -30,6 +30,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Run(args) => run::run(dir, &args.agent, &args.prompt),
         Command::Resume(args) => run::resume(dir, &args),
         Command::Sessions(args) => run::sessions(&args),
+        Command::Compact(args) => run::compact(dir, &args),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }

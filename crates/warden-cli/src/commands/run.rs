@@ -16,7 +16,7 @@ use warden_tools::{OnAsk, Registry, ToolContext};
 use warden_trace::AgentSession;
 
 use super::{load_settings_with, open_trace, print_json};
-use crate::args::{AgentArgs, ContextShowArgs, ResumeArgs, SessionsArgs};
+use crate::args::{AgentArgs, CompactArgs, ContextShowArgs, ResumeArgs, SessionsArgs};
 use crate::{CliError, Exit};
 
 /// The most tokens one answer may take.
@@ -33,7 +33,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &AgentArgs, prompt: &str) -> Resul
         }],
         ..State::default()
     };
-    start(dir, args, SessionId::new(), state, None, 0)
+    start(dir, args, SessionId::new(), state, None, 0, false)
 }
 
 /// A saved run: its header and its state, conversation included.
@@ -81,6 +81,24 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         state,
         Some(header.model),
         saved_items,
+        false,
+    )
+}
+
+/// `warden compact SESSION`: the saved run's older part becomes a handoff summary now.
+pub(super) fn compact(dir: Option<PathBuf>, args: &CompactArgs) -> Result<Exit, CliError> {
+    let session: SessionId = args.session.parse().map_err(CliError::usage)?;
+    let (header, state) = load(&session)?;
+    let saved_items = state.items.len();
+    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
+    start(
+        dir,
+        &args.agent,
+        session,
+        state,
+        Some(header.model),
+        saved_items,
+        true,
     )
 }
 
@@ -157,6 +175,7 @@ fn start(
     mut state: State,
     saved_model: Option<String>,
     saved_items: usize,
+    compact_only: bool,
 ) -> Result<Exit, CliError> {
     let settings =
         load_settings_with(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
@@ -243,6 +262,18 @@ fn start(
         saved_items: std::cell::Cell::new(saved_items),
         shield: warden_context::Shield::from_env(std::env::vars()),
     };
+    if compact_only {
+        let compacted = runtime.block_on(agent.compact_now(&mut state));
+        drop(agent);
+        runtime.shutdown_background();
+        return match compacted {
+            Ok(()) => {
+                println!("compacted: {} messages now", state.items.len());
+                Ok(Exit::Success)
+            }
+            Err(why) => Err(CliError::failure(anyhow!(why))),
+        };
+    }
     let status = runtime.block_on(agent.run(&mut state));
     drop(agent);
     // Background commands end with the session.
