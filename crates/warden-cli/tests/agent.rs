@@ -394,13 +394,18 @@ fn every_budget_stops_the_run_with_exit_3() {
     }
 }
 
-/// Starts `warden run --json` against `server`, allowing `touch` and `sleep`, and waits until
-/// `started` says its command is running.
+/// Starts `warden run --json` against a provider that asks for `command` (touch and sleep
+/// allowed), and waits until `started` says the command is running.
 fn running_in_background(
     p: &Project,
-    server: &FakeProvider,
+    command: &str,
     started: impl Fn(&std::path::Path) -> bool,
-) -> std::process::Child {
+) -> (std::process::Child, FakeProvider) {
+    let server = FakeProvider::start(vec![openai::calls(
+        "",
+        &[Call::new("s1", "bash", &json!({"command": command}))],
+        20,
+    )]);
     let base = format!("{}/v1", server.url());
     let child = p
         .command()
@@ -428,7 +433,7 @@ fn running_in_background(
         assert!(since.elapsed().as_secs() < 60, "the command never started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    child
+    (child, server)
 }
 
 #[test]
@@ -437,16 +442,7 @@ fn a_run_killed_mid_command_resumes_and_the_command_is_reported_not_rerun() {
     if !sandbox_available(&p) {
         return;
     }
-    let server = FakeProvider::start(vec![openai::calls(
-        "",
-        &[Call::new(
-            "s1",
-            "bash",
-            &json!({"command": "touch started-$$; sleep 27183"}),
-        )],
-        20,
-    )]);
-    let mut child = running_in_background(&p, &server, |root| {
+    let (mut child, _server) = running_in_background(&p, "touch started-$$; sleep 27183", |root| {
         std::fs::read_dir(root)
             .unwrap()
             .flatten()
@@ -689,16 +685,9 @@ fn ctrl_c_kills_the_running_command_saves_and_exits_130() {
     if !sandbox_available(&p) {
         return;
     }
-    let server = FakeProvider::start(vec![openai::calls(
-        "",
-        &[Call::new(
-            "s1",
-            "bash",
-            &json!({"command": "touch begun; sleep 31419"}),
-        )],
-        20,
-    )]);
-    let child = running_in_background(&p, &server, |root| root.join("begun").exists());
+    let (child, _server) = running_in_background(&p, "touch begun; sleep 31419", |root| {
+        root.join("begun").exists()
+    });
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")

@@ -73,16 +73,31 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         }
         None => {}
     }
-    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
-    start(
+    go_on(
         dir,
         &args.agent,
         session,
         state,
-        Some(header.model),
+        &header,
         saved_items,
         false,
     )
+}
+
+/// Runs a saved run again (or compacts it), in its own directory unless told otherwise, with
+/// its own model.
+fn go_on(
+    dir: Option<PathBuf>,
+    agent: &AgentArgs,
+    session: SessionId,
+    state: State,
+    header: &AgentSession,
+    saved_items: usize,
+    compact_only: bool,
+) -> Result<Exit, CliError> {
+    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
+    let model = Some(header.model.clone());
+    start(dir, agent, session, state, model, saved_items, compact_only)
 }
 
 /// `warden compact SESSION`: the saved run's older part becomes a handoff summary now.
@@ -90,16 +105,7 @@ pub(super) fn compact(dir: Option<PathBuf>, args: &CompactArgs) -> Result<Exit, 
     let session: SessionId = args.session.parse().map_err(CliError::usage)?;
     let (header, state) = load(&session)?;
     let saved_items = state.items.len();
-    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
-    start(
-        dir,
-        &args.agent,
-        session,
-        state,
-        Some(header.model),
-        saved_items,
-        true,
-    )
+    go_on(dir, &args.agent, session, state, &header, saved_items, true)
 }
 
 /// Calls that were running when the process died get an answer saying so: never run again
