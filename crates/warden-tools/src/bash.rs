@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -110,16 +111,18 @@ impl Tool for Bash {
         let outcome = Sandbox::new(helper)
             .run(&plan, Output::Capture)
             .map_err(unavailable)?;
-        let (stdout, cut_out) = summary(&outcome.stdout);
-        let (stderr, cut_err) = summary(&outcome.stderr);
+        let out = normalise(&outcome.stdout);
+        let err = normalise(&outcome.stderr);
+        let (cut_out, cut_err) = (out.cut, err.cut);
         let mut result = json!({
             "cmd": command,
             "cwd": ".",
             "exitCode": outcome.exit_code,
-            "stdoutSummary": stdout,
-            "stderrSummary": stderr,
+            "stdoutSummary": out.text,
+            "stderrSummary": err.text,
             "durationMs": outcome.duration_ms,
             "truncated": outcome.truncated || cut_out || cut_err,
+            "summary": one_line(outcome.exit_code, outcome.duration_ms, &out, &err),
         });
         if outcome.timed_out {
             result["timedOut"] = json!(true);
@@ -225,16 +228,106 @@ fn job(ctx: &ToolContext, id: &str, stop: bool) -> Result<Value, ToolError> {
     })
 }
 
-/// The output as the model should see it: what a terminal would show of each line (text after
-/// the last carriage return, no colour codes), runs of identical lines folded, long lines cut,
-/// and only the head and tail of a long output. True when anything was dropped.
+/// Lines of installers and builders that say nothing about the result (progress, downloads,
+/// deprecation notices, packages already there).
+const NOISE: &[&str] = &[
+    "npm WARN deprecated",
+    "npm notice",
+    "npm http fetch",
+    "Requirement already satisfied:",
+    "Collecting ",
+    "Downloading ",
+    "Using cached ",
+    "Installing collected packages",
+    "   Compiling ",
+    "  Downloaded ",
+    "   Downloading ",
+    "    Updating ",
+    "     Locking ",
+    "      Adding ",
+    "    Checking ",
+    "Get:",
+    "Hit:",
+    "Unpacking ",
+    "Selecting previously unselected",
+    "Preparing to unpack",
+    "Setting up ",
+    "Processing triggers",
+];
+
+/// Lines that say something went wrong.
+fn is_error_line(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.starts_with("error")
+        || lower.contains("error:")
+        || lower.contains("error[")
+        || lower.starts_with("fatal")
+        || lower.starts_with("failed")
+        || lower.contains(" failed")
+        || lower.starts_with("traceback")
+        || lower.contains("panicked at")
+        || lower.starts_with("not ok")
+        || lower.contains("err!")
+}
+
+/// A line with its numbers replaced: lines of one shape differ only in counters and sizes.
+fn shape(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_number = false;
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A command's output as the model should see it (SPEC C3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Normalised {
+    pub(crate) text: String,
+    /// Something was dropped or shortened.
+    pub(crate) cut: bool,
+    pub(crate) lines: usize,
+    pub(crate) noise: usize,
+    pub(crate) similar: usize,
+    pub(crate) first_error: Option<String>,
+}
+
+/// What a terminal would show of each line (text after the last carriage return, no colour
+/// codes); installer noise dropped and counted; runs of identical lines folded, and runs of
+/// lines alike but for their numbers ("… 312 similar lines …"); long lines cut; only the head
+/// and tail of a long output.
 pub(crate) fn summary(bytes: &[u8]) -> (String, bool) {
+    let n = normalise(bytes);
+    (n.text, n.cut)
+}
+
+/// See [`summary`]; with the counts behind it.
+#[allow(clippy::too_many_lines)]
+pub(crate) fn normalise(bytes: &[u8]) -> Normalised {
     let text = String::from_utf8_lossy(bytes);
-    let mut lines: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     let mut cut = false;
-    let mut repeats = 0usize;
+    let mut noise = 0usize;
+    let mut first_error = None;
+    let mut total = 0usize;
     for raw in text.lines() {
+        total += 1;
         let shown = strip_ansi(raw.rsplit('\r').next().unwrap_or(raw));
+        if NOISE.iter().any(|n| shown.starts_with(n)) {
+            noise += 1;
+            continue;
+        }
+        if first_error.is_none() && is_error_line(&shown) {
+            first_error = Some(shown.chars().take(200).collect());
+        }
         let shown = match shown.char_indices().nth(LINE_CHARS) {
             Some((at, _)) => {
                 cut = true;
@@ -242,19 +335,48 @@ pub(crate) fn summary(bytes: &[u8]) -> (String, bool) {
             }
             None => shown,
         };
-        if lines.last().is_some_and(|last| *last == shown) {
-            repeats += 1;
+        seen.push(shown);
+    }
+    // Identical neighbours, then neighbours of one shape.
+    let mut lines: Vec<String> = Vec::new();
+    let mut similar = 0usize;
+    let mut i = 0;
+    while i < seen.len() {
+        let mut j = i + 1;
+        while j < seen.len() && seen[j] == seen[i] {
+            j += 1;
+        }
+        if j - i > 1 {
+            lines.push(seen[i].clone());
+            lines.push(format!(
+                "[the line above repeated {} more times]",
+                j - i - 1
+            ));
+            cut = true;
+            i = j;
             continue;
         }
-        if repeats > 0 {
-            lines.push(format!("[the line above repeated {repeats} more times]"));
-            cut = true;
-            repeats = 0;
+        let form = shape(&seen[i]);
+        let mut k = i + 1;
+        while k < seen.len() && seen[k] != seen[k - 1] && shape(&seen[k]) == form {
+            k += 1;
         }
-        lines.push(shown);
+        if k - i >= 4 && form.contains('#') {
+            lines.push(seen[i].clone());
+            lines.push(format!("[… {} similar lines …]", k - i - 2));
+            lines.push(seen[k - 1].clone());
+            similar += k - i - 2;
+            cut = true;
+            i = k;
+            continue;
+        }
+        lines.push(seen[i].clone());
+        i += 1;
     }
-    if repeats > 0 {
-        lines.push(format!("[the line above repeated {repeats} more times]"));
+    if noise > 0 {
+        lines.push(format!(
+            "[{noise} installer and build progress lines dropped]"
+        ));
         cut = true;
     }
     if lines.len() > HEAD_LINES + TAIL_LINES {
@@ -269,7 +391,33 @@ pub(crate) fn summary(bytes: &[u8]) -> (String, bool) {
     if text.ends_with('\n') && !out.is_empty() {
         out.push('\n');
     }
-    (out, cut)
+    Normalised {
+        text: out,
+        cut,
+        lines: total,
+        noise,
+        similar,
+        first_error,
+    }
+}
+
+/// One line on what a command did: its exit, how much it printed and what was dropped of it,
+/// and the first line that reads as an error.
+fn one_line(exit_code: i32, duration_ms: u64, out: &Normalised, err: &Normalised) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = duration_ms as f64 / 1000.0;
+    let mut line = format!(
+        "exit {exit_code} after {seconds:.1} s; {} lines of output",
+        out.lines + err.lines
+    );
+    let dropped = out.noise + err.noise + out.similar + err.similar;
+    if dropped > 0 {
+        let _ = write!(line, ", {dropped} of them progress, noise or alike");
+    }
+    if let Some(error) = err.first_error.as_ref().or(out.first_error.as_ref()) {
+        let _ = write!(line, "; first error: {error}");
+    }
+    line
 }
 
 /// Removes ANSI escape sequences (colours, cursor movement).
@@ -313,15 +461,68 @@ mod tests {
     }
 
     #[test]
+    fn installer_noise_and_alike_lines_are_dropped_and_counted() {
+        let npm = "npm WARN deprecated inflight@1.0.6: This module is not supported\n\
+                   npm WARN deprecated glob@7.2.3: Glob versions prior to v9 are no longer supported\n\
+                   npm notice New major version of npm available! 10.8.2 -> 11.0.0\n\
+                   \n\
+                   added 312 packages, and audited 313 packages in 9s\n\
+                   \n\
+                   found 0 vulnerabilities\n";
+        let n = normalise(npm.as_bytes());
+        assert_eq!(n.noise, 3);
+        assert!(
+            n.text.contains("added 312 packages") && n.text.contains("found 0 vulnerabilities")
+        );
+        assert!(
+            n.text
+                .contains("[3 installer and build progress lines dropped]")
+        );
+        let mut cargo = String::new();
+        for i in 0..40 {
+            let _ = writeln!(cargo, "   Compiling crate{i} v0.{i}.0");
+        }
+        cargo.push_str("error[E0308]: mismatched types\n  --> src/main.rs:4:18\n");
+        let n = normalise(cargo.as_bytes());
+        assert_eq!(n.noise, 40);
+        assert_eq!(
+            n.first_error.as_deref(),
+            Some("error[E0308]: mismatched types")
+        );
+        assert!(n.text.starts_with("error[E0308]"), "{}", n.text);
+        let mut pytest = String::new();
+        for i in 0..50 {
+            let _ = writeln!(
+                pytest,
+                "tests/test_api.py::test_case_{i} PASSED [{}%]",
+                i * 2
+            );
+        }
+        pytest.push_str("FAILED tests/test_api.py::test_delete_user - assert 404 == 204\n");
+        let n = normalise(pytest.as_bytes());
+        assert_eq!(n.similar, 48);
+        assert!(n.text.contains("[… 48 similar lines …]"), "{}", n.text);
+        assert!(n.text.contains("test_case_0 PASSED") && n.text.contains("test_case_49 PASSED"));
+        assert!(n.first_error.as_deref().unwrap().starts_with("FAILED"));
+        let line = one_line(1, 2300, &n, &normalise(b""));
+        assert!(
+            line.starts_with("exit 1 after 2.3 s; 51 lines of output, 48 of them"),
+            "{line}"
+        );
+        assert!(line.contains("first error: FAILED tests/test_api.py::test_delete_user"));
+    }
+
+    #[test]
     fn long_outputs_keep_head_and_tail() {
+        // Lines that differ in more than their numbers: none of them alike.
         let mut raw = String::new();
         for i in 0..1000 {
-            let _ = writeln!(raw, "line {i}");
+            let _ = writeln!(raw, "line {i} {}", "x".repeat(i % 7));
         }
         let (text, cut) = summary(raw.as_bytes());
         assert!(cut);
-        assert!(text.starts_with("line 0\n"));
+        assert!(text.starts_with("line 0 \n"));
         assert!(text.contains("[… 880 lines omitted …]"));
-        assert!(text.ends_with("line 999\n"));
+        assert!(text.ends_with("line 999 xxxxx\n"));
     }
 }
