@@ -118,14 +118,12 @@ pub fn context(
     state: &State,
     tools: &[ToolDef],
     network: bool,
+    model: &str,
 ) -> (String, warden_context::Built) {
     let rules = prompt::rules(settings, network);
     let known = prompt::known(state);
-    let calibration = if state.calibration > 0.0 {
-        state.calibration
-    } else {
-        1.0
-    };
+    // Exact for the model's own encoding where warden has it, else calibrated estimates.
+    let tokens = warden_context::Tokens::for_model(model, state.calibration);
     let tool_text = serde_json::to_string(tools).unwrap_or_default();
     let built = warden_context::build(&warden_context::Input {
         window: window(settings),
@@ -133,9 +131,9 @@ pub fn context(
         shares: &settings.context.shares,
         rules: &rules,
         goal_state: &known,
-        tool_tokens: warden_context::estimate(&tool_text, calibration),
+        tool_tokens: tokens.count(&tool_text),
         items: &state.items,
-        calibration,
+        tokens: &tokens,
     });
     (format!("{rules}{known}"), built)
 }
@@ -209,7 +207,13 @@ impl Agent<'_> {
 
     /// The context of the next call (see [`context`]).
     pub fn context(&self, state: &State, tools: &[ToolDef]) -> (String, warden_context::Built) {
-        context(self.settings, state, tools, self.network)
+        context(
+            self.settings,
+            state,
+            tools,
+            self.network,
+            &self.client.spec().model,
+        )
     }
 
     /// Runs until the model is done, a budget runs out, Ctrl-C, or an error.
@@ -412,29 +416,15 @@ impl Agent<'_> {
         estimated: u64,
     ) {
         let mut usage = turn.usage;
-        if usage.input_tokens > 0 && estimated > 0 {
-            // Learn how the estimate compares with the provider's own count.
-            let used = if state.calibration > 0.0 {
-                state.calibration
-            } else {
-                1.0
-            };
-            #[allow(clippy::cast_precision_loss)]
-            let seen = usage.input_tokens as f64 / (estimated as f64 / used);
-            // Tokenisers land within half and twice four bytes a token; a report outside that
-            // (a server that counts differently, or not at all) teaches nothing.
-            let seen = seen.clamp(0.5, 2.0);
-            state.calibration = if state.calibration > 0.0 {
-                0.5 * state.calibration + 0.5 * seen
-            } else {
-                seen
-            };
-        }
+        // Learn how the estimate compares with the provider's own count.
+        state.calibration =
+            warden_context::calibrate(state.calibration, estimated, usage.input_tokens);
         if usage.total() == 0 {
             // Some servers report no usage: the budgets count an estimate instead.
-            let item_tokens = |item: &Item| warden_context::item_tokens(item, 1.0);
-            usage.input_tokens = warden_context::estimate(&request.system, 1.0)
-                + request.items.iter().map(item_tokens).sum::<u64>();
+            let plain = warden_context::Tokens::estimate(1.0);
+            let item_tokens = |item: &Item| warden_context::item_tokens(item, &plain);
+            usage.input_tokens =
+                plain.count(&request.system) + request.items.iter().map(item_tokens).sum::<u64>();
             usage.output_tokens = item_tokens(&Item::Assistant {
                 text: turn.text.clone(),
                 calls: turn.calls.clone(),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use warden_config::ContextShares;
-use warden_context::{Input, build};
+use warden_context::{Input, Tokens, build};
 use warden_model::{Item, ToolCall};
 
 fn session() -> Vec<Item> {
@@ -63,6 +63,7 @@ fn measure(items: &[Item], window: u64) {
         })
         .sum();
     let shares = ContextShares::default();
+    let tokens = Tokens::estimate(1.0);
     let rounds = 15;
     let mut clone = Vec::new();
     let mut built = Vec::new();
@@ -81,7 +82,7 @@ fn measure(items: &[Item], window: u64) {
             goal_state: "Plan: fix, test.",
             tool_tokens: 3000,
             items,
-            calibration: 1.0,
+            tokens: &tokens,
         });
         built.push(started.elapsed().as_secs_f64() * 1000.0);
         last = Some(result);

@@ -17,6 +17,7 @@ use warden_config::ContextShares;
 use warden_model::Item;
 
 use crate::identifiers;
+use crate::tokens::Tokens;
 
 /// Tool results of the last turns kept raw, whatever else is pruned.
 const RECENT_RESULTS: usize = 6;
@@ -38,8 +39,8 @@ pub struct Input<'a> {
     /// Tokens of the tool schemas sent with the request.
     pub tool_tokens: u64,
     pub items: &'a [Item],
-    /// Real tokens per estimated token, from the provider's reports (1.0 until there are some).
-    pub calibration: f64,
+    /// How tokens are counted for the model.
+    pub tokens: &'a Tokens,
 }
 
 /// The conversation to send, and the report.
@@ -90,18 +91,18 @@ pub fn estimate(text: &str, calibration: f64) -> u64 {
     tokens
 }
 
-/// Estimated tokens of one item.
-pub fn item_tokens(item: &Item, calibration: f64) -> u64 {
+/// Tokens of one item.
+pub fn item_tokens(item: &Item, tokens: &Tokens) -> u64 {
     match item {
-        Item::User { text } => estimate(text, calibration),
+        Item::User { text } => tokens.count(text),
         Item::Assistant { text, calls } => {
-            estimate(text, calibration)
+            tokens.count(text)
                 + calls
                     .iter()
-                    .map(|c| estimate(&c.arguments, calibration) + 8)
+                    .map(|c| tokens.count(&c.arguments) + 8)
                     .sum::<u64>()
         }
-        Item::ToolResult { content, .. } => estimate(content, calibration) + 4,
+        Item::ToolResult { content, .. } => tokens.count(content) + 4,
     }
 }
 
@@ -191,10 +192,10 @@ fn placeholder(items: &[Item], index: usize) -> Option<String> {
 /// Builds the conversation for the next call.
 #[allow(clippy::too_many_lines)]
 pub fn build(input: &Input<'_>) -> Built {
-    let c = input.calibration;
+    let c = input.tokens;
     let window = input.window;
     let budget = share(window, u32::try_from(input.threshold_percent).unwrap_or(80));
-    let fixed = estimate(input.rules, c) + estimate(input.goal_state, c) + input.tool_tokens;
+    let fixed = c.count(input.rules) + c.count(input.goal_state) + input.tool_tokens;
     let available = budget.saturating_sub(fixed);
     let items = input.items;
     let shape = shape(items);
@@ -263,7 +264,7 @@ pub fn build(input: &Input<'_>) -> Built {
                     if lost_ids.len() < MAX_KEPT_IDENTIFIERS {
                         for id in identifiers::extract(&text_of(&item)) {
                             if lost_ids.len() < MAX_KEPT_IDENTIFIERS && listed.insert(id.clone()) {
-                                note_tokens += estimate(&id.text, c) + 3;
+                                note_tokens += c.count(&id.text) + 3;
                                 lost_ids.push(id);
                             }
                         }
@@ -294,7 +295,7 @@ pub fn build(input: &Input<'_>) -> Built {
                     let _ = write!(note, "\n- {} {}", id.kind.as_str(), id.text);
                 }
             }
-            total += estimate(&note, c);
+            total += c.count(&note);
             out.push(Item::User { text: note });
         }
     }
@@ -347,7 +348,7 @@ fn layers(
 ) -> Vec<Layer> {
     let s = input.shares;
     let w = input.window;
-    let c = input.calibration;
+    let c = input.tokens;
     let items = input.items;
     // Dropped items count nothing (their size is zero).
     let results = |recent: bool| {
@@ -387,7 +388,7 @@ fn layers(
         Layer {
             name: "rules",
             budget: share(w, s.rules),
-            used: estimate(input.rules, c),
+            used: c.count(input.rules),
             kept: 1,
             trimmed: 0,
             dropped: 0,
@@ -396,7 +397,7 @@ fn layers(
         Layer {
             name: "goal_state",
             budget: share(w, s.goal_state),
-            used: estimate(input.goal_state, c) + sizes.first().copied().unwrap_or(0),
+            used: c.count(input.goal_state) + sizes.first().copied().unwrap_or(0),
             kept: 1 + usize::from(!items.is_empty()),
             trimmed: 0,
             dropped: 0,

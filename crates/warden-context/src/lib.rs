@@ -7,8 +7,10 @@
 mod builder;
 pub mod compaction;
 mod identifiers;
+mod tokens;
 mod untrusted;
 
 pub use builder::{Built, Input, Layer, Report, build, estimate, item_tokens};
 pub use identifiers::{Identifier, Kind, extract, missing};
+pub use tokens::{Tokens, calibrate};
 pub use untrusted::Shield;

@@ -311,7 +311,8 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
     let registry = Registry::builtin().map_err(CliError::failure)?;
     let tools = warden_agent::tool_defs(&registry);
     let network = settings.sandbox.network.mode == "on";
-    let (_, built) = warden_agent::context(&settings, &state, &tools, network);
+    let model = header.model.rsplit('/').next().unwrap_or(&header.model);
+    let (_, built) = warden_agent::context(&settings, &state, &tools, network, model);
     let report = &built.report;
     if args.json {
         print_json(report)?;
