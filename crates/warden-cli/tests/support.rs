@@ -18,8 +18,12 @@ pub(crate) struct Run {
 
 impl Run {
     pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}), exit {}: {}\nstderr: {}",
+                self.code, self.stdout, self.stderr
+            )
+        })
     }
 }
 
