@@ -458,81 +458,78 @@ impl Agent<'_> {
         let mut stop: Option<Status> = None;
         // Decide every call first (asking where needed), then run.
         let mut prepared: Vec<Prepared> = Vec::new();
-        {
-            let engine = Arc::clone(&self.engine);
-            let runner = match ToolRunner::new(
-                self.registry,
-                self.ctx,
-                &engine,
-                Some(self.store),
-                self.session.clone(),
-            ) {
-                Ok(r) => r.with_on_ask(self.on_ask),
-                Err(err) => return Some(Status::Error(format!("the trace: {err}"))),
-            };
-            for call in calls {
-                if stop.is_none() {
-                    if self.interrupt.raised() {
-                        stop = Some(Status::Interrupted);
-                    } else if self
-                        .budgets
-                        .max_tool_calls
-                        .is_some_and(|m| state.tool_calls >= m)
-                    {
-                        stop = Some(Status::BudgetExhausted(format!(
-                            "max_tool_calls ({})",
-                            state.tool_calls
-                        )));
-                    }
+        // One runner decides, runs and records the turn's calls. A session approval given now
+        // changes the engine for the turns after (the runner keeps the one it decided with).
+        let engine = Arc::clone(&self.engine);
+        let mut runner = match ToolRunner::new(
+            self.registry,
+            self.ctx,
+            &engine,
+            Some(self.store),
+            self.session.clone(),
+        ) {
+            Ok(r) => r.with_on_ask(self.on_ask),
+            Err(err) => return Some(Status::Error(format!("the trace: {err}"))),
+        };
+        for call in calls {
+            if stop.is_none() {
+                if self.interrupt.raised() {
+                    stop = Some(Status::Interrupted);
+                } else if self
+                    .budgets
+                    .max_tool_calls
+                    .is_some_and(|m| state.tool_calls >= m)
+                {
+                    stop = Some(Status::BudgetExhausted(format!(
+                        "max_tool_calls ({})",
+                        state.tool_calls
+                    )));
                 }
-                if let Some(status) = &stop {
-                    let why = match status {
-                        Status::Interrupted => "interrupted: the run was stopped before this call",
-                        _ => "not run: the run's budget of tool calls is spent",
-                    };
-                    prepared.push(Prepared::Answered(call.clone(), Err(why.to_owned())));
-                    continue;
-                }
-                state.tool_calls += 1;
-                let args: Result<Value, String> =
-                    serde_json::from_str(&call.arguments).map_err(|e| {
-                        format!("the arguments are not valid JSON ({e}): {}", call.arguments)
-                    });
-                self.sink.event(
-                    "tool_call",
-                    &json!({"id": call.id, "name": call.name, "arguments": args.clone().unwrap_or_else(|_| json!(call.arguments))}),
-                );
-                if call.name == UPDATE_PLAN {
-                    let answer = args.and_then(|a| extra::update_plan(state, &a));
-                    prepared.push(Prepared::Answered(call.clone(), answer));
-                    continue;
-                }
-                if call.name == REQUEST_PERMISSION {
-                    let answer = args
-                        .and_then(|a| extra::permission(&a))
-                        .and_then(|(rule, reason)| self.permission(&rule, &reason, &mut new_rules));
-                    prepared.push(Prepared::Answered(call.clone(), answer));
-                    continue;
-                }
-                let mut checked = match args {
-                    Ok(args) => runner.check(&call.name, args),
-                    Err(why) => {
-                        let mut checked = runner.check(&call.name, Value::Null);
-                        checked.invalid =
-                            Some(ToolError::new(ToolErrorKind::InvalidArguments, why));
-                        checked
-                    }
-                };
-                let d = &checked.decision;
-                self.sink.event(
-                    "policy_decision",
-                    &json!({"id": call.id, "decision": d.decision.as_str(), "risk": d.risk, "reason": d.reason, "layer": d.layer.as_str(), "rule": d.rule}),
-                );
-                if checked.needs_approval() {
-                    self.approve(&mut checked, &mut new_rules);
-                }
-                prepared.push(Prepared::Checked(call.clone(), Box::new(checked)));
             }
+            if let Some(status) = &stop {
+                let why = match status {
+                    Status::Interrupted => "interrupted: the run was stopped before this call",
+                    _ => "not run: the run's budget of tool calls is spent",
+                };
+                prepared.push(Prepared::Answered(call.clone(), Err(why.to_owned())));
+                continue;
+            }
+            state.tool_calls += 1;
+            let args: Result<Value, String> = serde_json::from_str(&call.arguments)
+                .map_err(|e| format!("the arguments are not valid JSON ({e}): {}", call.arguments));
+            self.sink.event(
+                "tool_call",
+                &json!({"id": call.id, "name": call.name, "arguments": args.clone().unwrap_or_else(|_| json!(call.arguments))}),
+            );
+            if call.name == UPDATE_PLAN {
+                let answer = args.and_then(|a| extra::update_plan(state, &a));
+                prepared.push(Prepared::Answered(call.clone(), answer));
+                continue;
+            }
+            if call.name == REQUEST_PERMISSION {
+                let answer = args
+                    .and_then(|a| extra::permission(&a))
+                    .and_then(|(rule, reason)| self.permission(&rule, &reason, &mut new_rules));
+                prepared.push(Prepared::Answered(call.clone(), answer));
+                continue;
+            }
+            let mut checked = match args {
+                Ok(args) => runner.check(&call.name, args),
+                Err(why) => {
+                    let mut checked = runner.check(&call.name, Value::Null);
+                    checked.invalid = Some(ToolError::new(ToolErrorKind::InvalidArguments, why));
+                    checked
+                }
+            };
+            let d = &checked.decision;
+            self.sink.event(
+                "policy_decision",
+                &json!({"id": call.id, "decision": d.decision.as_str(), "risk": d.risk, "reason": d.reason, "layer": d.layer.as_str(), "rule": d.rule}),
+            );
+            if checked.needs_approval() {
+                self.approve(&mut checked, &mut new_rules);
+            }
+            prepared.push(Prepared::Checked(call.clone(), Box::new(checked)));
         }
         for rule in &new_rules {
             if Arc::make_mut(&mut self.engine)
@@ -543,17 +540,6 @@ impl Agent<'_> {
                 state.session_rules.push(rule.clone());
             }
         }
-        let engine = Arc::clone(&self.engine);
-        let mut runner = match ToolRunner::new(
-            self.registry,
-            self.ctx,
-            &engine,
-            Some(self.store),
-            self.session.clone(),
-        ) {
-            Ok(r) => r,
-            Err(err) => return Some(Status::Error(format!("the trace: {err}"))),
-        };
         let executor = runner.executor();
         // Runs of read-only, allowed calls go together; everything else one by one.
         let mut index = 0;

@@ -590,6 +590,14 @@ fn a_protected_path_that_is_a_symlink_is_refused() {
     }
     p.write("env.sh", "export A=1\n");
     std::os::unix::fs::symlink("env.sh", p.root().join(".envrc")).unwrap();
+    // The probe: a write through the link reaches the file it points to.
+    assert_eq!(sh(&p, "echo probe > .envrc").code, 0);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("env.sh")).unwrap(),
+        "probe\n",
+        "the probe must work unsandboxed"
+    );
+    p.write("env.sh", "export A=1\n");
     let run = exec(&p, &[], "echo evil > .envrc");
     assert_eq!(run.code, 126, "{}", run.stdout);
     assert!(run.stderr.contains(".envrc"), "{}", run.stderr);

@@ -7,17 +7,6 @@ use warden_protocol::DecisionKind;
 
 use crate::fixture::Fixture;
 
-/// Restrictiveness: `allow` < `rewrite` < `require_approval` < `require_escalation` < `deny`.
-fn rank(kind: DecisionKind) -> u8 {
-    match kind {
-        DecisionKind::Allow => 0,
-        DecisionKind::Rewrite => 1,
-        DecisionKind::RequireApproval => 2,
-        DecisionKind::RequireEscalation => 3,
-        DecisionKind::Deny => 4,
-    }
-}
-
 fn decide(engine: &Engine, command: &str) -> DecisionKind {
     engine
         .check(&Action::Bash(command.to_owned()))
@@ -68,8 +57,10 @@ proptest! {
         let (_fixture, engine) = engine_with("");
         let compound = format!("{a}{join}{b}");
         let compound = if wrap { format!("( {compound} )") } else { compound };
-        let whole = rank(decide(&engine, &compound));
-        let parts = rank(decide(&engine, a)).max(rank(decide(&engine, b)));
+        let whole = decide(&engine, &compound).strictness();
+        let parts = decide(&engine, a)
+            .strictness()
+            .max(decide(&engine, b).strictness());
         // A compound can offer no rewrite, so its floor is approval where a part needed one.
         let parts = if parts == 1 { 2 } else { parts };
         prop_assert!(whole >= parts, "{compound:?}: {whole} < {parts}");

@@ -33,6 +33,18 @@ pub enum DecisionKind {
 }
 
 impl DecisionKind {
+    /// How much it restricts: `allow` < `rewrite` < `require_approval` < `require_escalation`
+    /// < `deny`.
+    pub fn strictness(self) -> u8 {
+        match self {
+            Self::Allow => 0,
+            Self::Rewrite => 1,
+            Self::RequireApproval => 2,
+            Self::RequireEscalation => 3,
+            Self::Deny => 4,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",

@@ -172,16 +172,7 @@ impl Backend for Bwrap {
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
         let mut command = Command::new(&self.program);
         command.args(arguments(plan, fds.len())).env_clear();
-        match output {
-            Output::Capture => command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped()),
-            Output::Inherit => command
-                .stdin(Stdio::inherit())
-                .stdout(Stdio::inherit())
-                .stderr(Stdio::inherit()),
-        };
+        output.apply(&mut command);
         let mut places = vec![(status_write.as_raw_fd(), 3)];
         places.extend(fds.iter().map(AsRawFd::as_raw_fd).zip(FIRST_FILTER_FD..));
         let limits = plan.limits.clone();

@@ -40,6 +40,18 @@ pub enum Output {
     Inherit,
 }
 
+impl Output {
+    /// Sets `command`'s standard streams: captured with standard input closed, or this
+    /// process's own.
+    pub(crate) fn apply(self, command: &mut Command) {
+        let (stdin, stdout, stderr) = match self {
+            Self::Capture => (Stdio::null(), Stdio::piped(), Stdio::piped()),
+            Self::Inherit => (Stdio::inherit(), Stdio::inherit(), Stdio::inherit()),
+        };
+        command.stdin(stdin).stdout(stdout).stderr(stderr);
+    }
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -133,16 +145,7 @@ impl Sandbox {
             sys::pipe().map_err(|e| SandboxError::Setup(format!("plan pipe: {e}")))?;
         let mut command = Command::new(&self.helper);
         command.arg(HELPER_ARG).env_clear();
-        match output {
-            Output::Capture => command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped()),
-            Output::Inherit => command
-                .stdin(Stdio::inherit())
-                .stdout(Stdio::inherit())
-                .stderr(Stdio::inherit()),
-        };
+        output.apply(&mut command);
         let raw = [status_write.as_raw_fd(), plan_read.as_raw_fd()];
         sys::before_exec(&mut command, move || {
             for file in &procs {

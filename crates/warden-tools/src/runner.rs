@@ -225,7 +225,7 @@ impl<'a> ToolRunner<'a> {
             paths
                 .into_iter()
                 .map(|p| self.policy.check(&Action::Edit(p)).decision)
-                .max_by_key(|d| strictness(d.decision))
+                .max_by_key(|d| d.decision.strictness())
                 .unwrap_or_else(Decision::unchecked)
         } else {
             self.policy.check(&action(name, args)).decision
@@ -303,15 +303,16 @@ impl Executor<'_> {
         }
         let decision = &checked.decision;
         if decision.decision == DecisionKind::Allow {
-            self.ctx
-                .network_once
-                .store(checked.network_once, std::sync::atomic::Ordering::SeqCst);
+            let once = &self.ctx.network_once;
+            if checked.network_once {
+                once.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             let called = self
                 .registry
                 .call(self.ctx, &checked.name, checked.args.clone());
-            self.ctx
-                .network_once
-                .store(false, std::sync::atomic::Ordering::SeqCst);
+            if checked.network_once {
+                once.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
             return match called {
                 Ok(output) => ToolResult {
                     tool,
@@ -378,16 +379,6 @@ fn recorded(args: &Value) -> Value {
         }
     }
     kept
-}
-
-fn strictness(kind: DecisionKind) -> u8 {
-    match kind {
-        DecisionKind::Allow => 0,
-        DecisionKind::Rewrite => 1,
-        DecisionKind::RequireApproval => 2,
-        DecisionKind::RequireEscalation => 3,
-        DecisionKind::Deny => 4,
-    }
 }
 
 /// What the policy is asked about a call of a built-in tool.
