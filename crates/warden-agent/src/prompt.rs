@@ -108,6 +108,15 @@ pub fn rules(settings: &Settings, network: bool) -> String {
 /// The goal-and-state layer: the plan, what the session knows, recent failing commands.
 pub fn known(state: &State) -> String {
     let mut p = String::new();
+    if !state.pinned.is_empty() {
+        let _ = writeln!(
+            p,
+            "\n## Constraints the user pinned (they hold for the whole session)"
+        );
+        for constraint in &state.pinned {
+            let _ = writeln!(p, "- {constraint}");
+        }
+    }
     if !state.plan.is_empty() {
         let _ = writeln!(p, "\n## Your plan");
         for step in &state.plan {

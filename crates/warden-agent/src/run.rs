@@ -125,6 +125,7 @@ pub fn context(
     // Exact for the model's own encoding where warden has it, else calibrated estimates.
     let tokens = warden_context::Tokens::for_model(model, state.calibration);
     let tool_text = serde_json::to_string(tools).unwrap_or_default();
+    let signals = signals(state);
     let built = warden_context::build(&warden_context::Input {
         window: window(settings),
         threshold_percent: 80,
@@ -134,8 +135,33 @@ pub fn context(
         tool_tokens: tokens.count(&tool_text),
         items: &state.items,
         tokens: &tokens,
+        signals: &signals,
     });
     (format!("{rules}{known}"), built)
+}
+
+/// What trimming weighs: the goal, the plan, the latest things the user said and the files
+/// edited (relevance), the pinned constraints, and the risk of each call.
+fn signals(state: &State) -> warden_context::Signals {
+    let latest = state
+        .items
+        .iter()
+        .rev()
+        .filter_map(|item| match item {
+            Item::User { text } if !text.starts_with('[') => Some(text.as_str()),
+            _ => None,
+        })
+        .take(3);
+    let focus = std::iter::once(state.goal.as_str())
+        .chain(state.plan.iter().map(String::as_str))
+        .chain(latest)
+        .chain(state.working_set.files_edited.iter().map(String::as_str));
+    let risks = state
+        .risks
+        .iter()
+        .map(|(id, level)| (id.clone(), *level))
+        .collect();
+    warden_context::Signals::new(focus, state.pinned.iter().map(String::as_str), risks)
 }
 
 /// The model's window: `[context] window_tokens`, else `[model] context_window`, else 128k.
@@ -522,6 +548,9 @@ impl Agent<'_> {
                 }
             };
             let d = &checked.decision;
+            if let Some(risk) = d.risk {
+                state.risks.insert(call.id.clone(), risk as u8);
+            }
             self.sink.event(
                 "policy_decision",
                 &json!({"id": call.id, "decision": d.decision.as_str(), "risk": d.risk, "reason": d.reason, "layer": d.layer.as_str(), "rule": d.rule}),

@@ -36,6 +36,16 @@ pub struct State {
     pub calibration: f64,
     /// How often the conversation was compacted.
     pub compactions: u64,
+    /// Constraints the user pinned (`--pin`, `/pin`): in every call's context, never cut.
+    #[serde(default)]
+    pub pinned: Vec<String>,
+    /// The risk level (0–5) the policy gave each call, by call id: riskier results are cut
+    /// later.
+    #[serde(default)]
+    pub risks: std::collections::BTreeMap<String, u8>,
+    /// The window the last model call was built for (a switch to a smaller one compacts).
+    #[serde(default)]
+    pub window: Option<u64>,
 }
 
 /// A command the run executed.

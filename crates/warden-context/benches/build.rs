@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use warden_config::ContextShares;
-use warden_context::{Input, Tokens, build};
+use warden_context::{Input, Signals, Tokens, build};
 use warden_model::{Item, ToolCall};
 
 fn session() -> Vec<Item> {
@@ -64,6 +64,14 @@ fn measure(items: &[Item], window: u64) {
         .sum();
     let shares = ContextShares::default();
     let tokens = Tokens::estimate(1.0);
+    let signals = Signals::new(
+        [
+            "Fix the slug of names with several spaces",
+            "Plan: fix, test.",
+        ],
+        ["never edit src/module3"],
+        std::collections::HashMap::new(),
+    );
     let rounds = 15;
     let mut clone = Vec::new();
     let mut built = Vec::new();
@@ -83,6 +91,7 @@ fn measure(items: &[Item], window: u64) {
             tool_tokens: 3000,
             items,
             tokens: &tokens,
+            signals: &signals,
         });
         built.push(started.elapsed().as_secs_f64() * 1000.0);
         last = Some(result);

@@ -3,9 +3,10 @@
 //!
 //! The system layers (rules, goal and state, tools) are rebuilt on every call and never cut.
 //! The conversation is cut in two steps, cheapest first: tool results become placeholders that
-//! say what they were and how to get them back (the oldest first, the last few and failures
-//! last); then, only if that is not enough, the oldest whole turns go, their opaque identifiers
-//! kept in a note. Never cut: the task, the
+//! say what they were and how to get them back (the lowest scores first, the last few results
+//! last); then, only if that is not enough, whole turns go, the lowest scores first, their opaque
+//! identifiers kept in a note. Scores add recency, relevance to the goal, source, pinned,
+//! unresolved and risk (see `score`). What is kept stays in its order. Never cut: the task, the
 //! latest user message, the most recent failure and the last turn. When even those do not fit,
 //! the context goes out over budget and says so: a turn never fails or loops for lack of room.
 
@@ -17,6 +18,7 @@ use warden_config::ContextShares;
 use warden_model::Item;
 
 use crate::identifiers;
+use crate::score::{self, Score, Signals};
 use crate::tokens::Tokens;
 
 /// Tool results of the last turns kept raw, whatever else is pruned.
@@ -41,6 +43,8 @@ pub struct Input<'a> {
     pub items: &'a [Item],
     /// How tokens are counted for the model.
     pub tokens: &'a Tokens,
+    /// What the session is about and how risky its calls were: what is cut first.
+    pub signals: &'a Signals,
 }
 
 /// The conversation to send, and the report.
@@ -49,6 +53,26 @@ pub struct Built {
     #[serde(skip)]
     pub items: Vec<Item>,
     pub report: Report,
+    /// What became of each item of the input, in order.
+    #[serde(skip)]
+    pub fates: Vec<Fate>,
+}
+
+/// What became of one item of the conversation, and its score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fate {
+    pub index: usize,
+    /// `user`, `assistant`, or the tool's name.
+    pub what: String,
+    /// `kept`, `protected` (may never be cut), `placeholder` or `dropped`.
+    pub fate: &'static str,
+    pub tokens: u64,
+    /// The sum of the signals (absent for what may never be cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signals: Option<Score>,
 }
 
 /// What went in, per layer.
@@ -129,9 +153,7 @@ fn shape(items: &[Item]) -> Shape {
     }
     let last_turn = turn;
     let last_user = items.iter().rposition(|i| matches!(i, Item::User { .. }));
-    let last_failure = items
-        .iter()
-        .rposition(|i| matches!(i, Item::ToolResult { is_error: true, .. }));
+    let last_failure = items.iter().rposition(score::failed);
     let failure_turn = last_failure.map(|i| turn_of[i]);
     let mut protected = vec![false; items.len()];
     for (i, p) in protected.iter_mut().enumerate() {
@@ -181,12 +203,31 @@ fn placeholder(items: &[Item], index: usize) -> Option<String> {
     for byte in &digest[..6] {
         let _ = write!(hash, "{byte:02x}");
     }
+    // A command cannot always be run again for its output: its exit and summary stay.
+    let again = if name == "bash" {
+        let summary = json_string_field(content, "summary")
+            .map(|summary| format!(" It ended: {summary}."))
+            .unwrap_or_default();
+        format!("run it again only if that is safe to repeat.{summary}")
+    } else {
+        format!("call {name} again to see it.")
+    };
     Some(format!(
-        "[pruned to save context: the {name} result for {} ({} bytes, sha256 {hash}…); call {name} \
-         again to see it]",
+        "[pruned to save context: the {name} result for {} ({} bytes, sha256 {hash}…); {again}]",
         arguments.unwrap_or_else(|| "this call".to_owned()),
         content.len()
     ))
+}
+
+/// The value of a string field of a JSON object inside `content`, found without parsing the
+/// whole of it; at most 300 characters.
+fn json_string_field(content: &str, field: &str) -> Option<String> {
+    let key = format!("\"{field}\":");
+    let at = content.find(&key)? + key.len();
+    let rest = content[at..].trim_start();
+    let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+    let value = stream.next()?.ok()?;
+    Some(value.chars().take(300).collect())
 }
 
 /// Builds the conversation for the next call.
@@ -204,19 +245,31 @@ pub fn build(input: &Input<'_>) -> Built {
     let mut total: u64 = sizes.iter().sum();
     let mut pruned = 0usize;
     let mut pruned_bytes = 0usize;
-    // 1. Old tool results become placeholders, oldest first; failures last.
+    let mut pruned_tools = std::collections::BTreeMap::<&str, usize>::new();
+    let mut fate: Vec<&'static str> = shape
+        .protected
+        .iter()
+        .map(|&p| if p { "protected" } else { "kept" })
+        .collect();
+    // Scored only when something must be cut.
+    let scores: Vec<Score> = if total > available {
+        score::score(items, input.signals)
+    } else {
+        Vec::new()
+    };
+    let total_of = |i: usize| scores.get(i).map_or(0.0, Score::total);
+    // 1. Tool results become placeholders, the lowest scores first.
     if total > available {
-        // Recent results and failures go last: pruned only when the older ones were not enough,
-        // and always before any turn is dropped.
+        // The last few results go last: pruned only when the others were not enough, and
+        // always before any turn is dropped.
         let mut candidates: Vec<usize> = (0..items.len())
             .filter(|&i| matches!(items[i], Item::ToolResult { .. }) && !shape.protected[i])
             .collect();
-        candidates.sort_by_key(|&i| {
-            (
-                shape.recent[i],
-                matches!(items[i], Item::ToolResult { is_error: true, .. }),
-                i,
-            )
+        candidates.sort_by(|&a, &b| {
+            shape.recent[a]
+                .cmp(&shape.recent[b])
+                .then(total_of(a).total_cmp(&total_of(b)))
+                .then(a.cmp(&b))
         });
         for i in candidates {
             if total <= available {
@@ -231,6 +284,10 @@ pub fn build(input: &Input<'_>) -> Built {
                 }
                 pruned_bytes += content.len();
                 *content = text;
+                fate[i] = "placeholder";
+                if let Item::ToolResult { name, .. } = &items[i] {
+                    *pruned_tools.entry(name.as_str()).or_default() += 1;
+                }
                 let size = item_tokens(kept[i].as_ref().unwrap_or(&items[i]), c);
                 total = total - sizes[i] + size;
                 sizes[i] = size;
@@ -238,8 +295,9 @@ pub fn build(input: &Input<'_>) -> Built {
             }
         }
     }
-    // 2. Then whole turns, oldest first; the identifiers of what they held (as it stood in
-    // the context, placeholders included) stay in a note, which counts against the budget too.
+    // 2. Then whole turns, the lowest scores first (a turn scores as its best item); the
+    // identifiers of what they held (as it stood in the context, placeholders included) stay in
+    // a note, which counts against the budget too.
     let mut dropped_items = 0usize;
     let mut dropped_turns = 0usize;
     let mut lost_ids: Vec<identifiers::Identifier> = Vec::new();
@@ -252,13 +310,22 @@ pub fn build(input: &Input<'_>) -> Built {
         for (i, &turn) in shape.turn_of.iter().enumerate() {
             members_of[turn].push(i);
         }
-        for members in members_of.iter().skip(1) {
+        let mut order: Vec<usize> = (1..members_of.len())
+            .filter(|&t| !members_of[t].iter().any(|&i| shape.protected[i]))
+            .collect();
+        let turn_score = |t: usize| {
+            members_of[t]
+                .iter()
+                .map(|&i| total_of(i))
+                .fold(f64::MIN, f64::max)
+        };
+        let turn_scores: Vec<f64> = (0..members_of.len()).map(turn_score).collect();
+        order.sort_by(|&a, &b| turn_scores[a].total_cmp(&turn_scores[b]).then(a.cmp(&b)));
+        for t in order {
             if total + note_tokens <= available {
                 break;
             }
-            if members.iter().any(|&i| shape.protected[i]) {
-                continue;
-            }
+            let members = &members_of[t];
             for &i in members {
                 if let Some(item) = kept[i].take() {
                     if lost_ids.len() < MAX_KEPT_IDENTIFIERS {
@@ -272,6 +339,7 @@ pub fn build(input: &Input<'_>) -> Built {
                     total -= sizes[i];
                     sizes[i] = 0;
                     dropped_items += 1;
+                    fate[i] = "dropped";
                 }
             }
             dropped_turns += 1;
@@ -305,11 +373,32 @@ pub fn build(input: &Input<'_>) -> Built {
         input,
         &shape,
         &sizes,
-        pruned,
-        pruned_bytes,
-        dropped_items,
+        &Cuts {
+            pruned,
+            pruned_bytes,
+            pruned_tools: &pruned_tools,
+            dropped: dropped_items,
+        },
         over_budget,
     );
+    let fates = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Fate {
+            index: i,
+            what: match item {
+                Item::User { .. } => "user".to_owned(),
+                Item::Assistant { .. } => "assistant".to_owned(),
+                Item::ToolResult { name, .. } => name.clone(),
+            },
+            fate: fate[i],
+            tokens: sizes[i],
+            score: (!shape.protected[i] && !scores.is_empty()).then(|| total_of(i)),
+            signals: (!shape.protected[i])
+                .then(|| scores.get(i).copied())
+                .flatten(),
+        })
+        .collect();
     Built {
         items: out,
         report: Report {
@@ -319,7 +408,16 @@ pub fn build(input: &Input<'_>) -> Built {
             over_budget,
             layers,
         },
+        fates,
     }
+}
+
+/// What was cut, for the report.
+struct Cuts<'a> {
+    pruned: usize,
+    pruned_bytes: usize,
+    pruned_tools: &'a std::collections::BTreeMap<&'a str, usize>,
+    dropped: usize,
 }
 
 fn text_of(item: &Item) -> String {
@@ -337,15 +435,20 @@ fn text_of(item: &Item) -> String {
     }
 }
 
+#[allow(clippy::too_many_lines)]
 fn layers(
     input: &Input<'_>,
     shape: &Shape,
     sizes: &[u64],
-    pruned: usize,
-    pruned_bytes: usize,
-    dropped: usize,
+    cuts: &Cuts<'_>,
     over_budget: bool,
 ) -> Vec<Layer> {
+    let Cuts {
+        pruned,
+        pruned_bytes,
+        dropped,
+        ..
+    } = *cuts;
     let s = input.shares;
     let w = input.window;
     let c = input.tokens;
@@ -367,14 +470,21 @@ fn layers(
     let sum = |list: &[usize]| list.iter().map(|&i| sizes[i]).sum::<u64>();
     let mut files_reasons = Vec::new();
     if pruned > 0 {
+        let by_tool: Vec<String> = cuts
+            .pruned_tools
+            .iter()
+            .map(|(name, n)| format!("{n} {name}"))
+            .collect();
         files_reasons.push(format!(
-            "{pruned} older tool results ({pruned_bytes} bytes) replaced by placeholders"
+            "{pruned} tool results ({pruned_bytes} bytes: {}) replaced by placeholders, the              lowest scores first (older, not about the goal, re-readable; pinned, unresolved              and risky ones last)",
+            by_tool.join(", ")
         ));
     }
     let mut history_reasons = Vec::new();
     if dropped > 0 {
         history_reasons.push(format!(
-            "{dropped} messages of the oldest turns dropped; their identifiers kept in a note"
+            "{dropped} messages of the lowest-scoring turns dropped; their identifiers kept in a \
+             note"
         ));
     }
     if over_budget {

@@ -50,7 +50,7 @@ pub fn cut(items: &[Item]) -> usize {
         .map_or(items.len(), |(at, _)| at);
     let failure_turn = items
         .iter()
-        .rposition(|i| matches!(i, Item::ToolResult { is_error: true, .. }))
+        .rposition(crate::score::failed)
         .and_then(|at| {
             items[..at]
                 .iter()

@@ -7,10 +7,12 @@
 mod builder;
 pub mod compaction;
 mod identifiers;
+mod score;
 mod tokens;
 mod untrusted;
 
-pub use builder::{Built, Input, Layer, Report, build, estimate, item_tokens};
+pub use builder::{Built, Fate, Input, Layer, Report, build, estimate, item_tokens};
 pub use identifiers::{Identifier, Kind, extract, missing};
+pub use score::{Score, Signals, failed};
 pub use tokens::{Tokens, calibrate};
 pub use untrusted::Shield;

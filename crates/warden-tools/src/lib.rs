@@ -12,6 +12,7 @@ mod edit;
 mod glob;
 mod grep;
 mod jobs;
+pub mod normalise;
 mod patch;
 mod read;
 mod registry;
