@@ -16,6 +16,6 @@ mod state;
 pub use approve::{Answer, Approver, Question, Terminal};
 pub use output::{Human, JsonLines, Sink};
 pub use prompt::{INSTRUCTIONS_CAP, instructions, known, rules, system};
-pub use run::{Agent, Interrupt, Status, context, tool_defs, window};
+pub use run::{Agent, Compacted, Interrupt, Status, Trigger, context, tool_defs, window};
 pub use state::{CommandRecord, State};
 pub use warden_protocol::Budgets;

@@ -45,6 +45,40 @@ impl Status {
     }
 }
 
+/// Why a compaction ran (SPEC C5); traced with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The context passed its threshold and pruning was not enough.
+    Threshold,
+    /// `/compact` or `warden compact`.
+    Manual,
+    /// The run goes on with a model whose window is smaller.
+    ModelSwitch,
+    /// The whole run is handed to another agent (`warden handoff`).
+    Handoff,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::Manual => "manual",
+            Self::ModelSwitch => "model_switch",
+            Self::Handoff => "handoff",
+        }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compacted {
+    /// Messages the summary replaced.
+    pub messages: usize,
+    /// The summary, nine sections, with the identifiers put back.
+    pub summary: String,
+    pub restored: Vec<warden_context::Identifier>,
+}
+
 /// Set by Ctrl-C; the loop stops at the next step, and the model call in flight is abandoned.
 #[derive(Debug, Default)]
 pub struct Interrupt {
@@ -62,7 +96,13 @@ impl Interrupt {
         self.flag.load(Ordering::SeqCst)
     }
 
-    async fn wait(&self) {
+    /// Lowers the flag: an interactive session goes on after a stopped run.
+    pub fn clear(&self) {
+        self.flag.store(false, Ordering::SeqCst);
+    }
+
+    /// Waits until Ctrl-C.
+    pub async fn wait(&self) {
         let notified = self.notify.notified();
         if self.raised() {
             return;
@@ -164,6 +204,25 @@ fn signals(state: &State) -> warden_context::Signals {
     warden_context::Signals::new(focus, state.pinned.iter().map(String::as_str), risks)
 }
 
+/// Whether a context calls for compaction: when pruning was not enough, or after a switch to a
+/// smaller window when anything had to be cut.
+fn trigger(built: &warden_context::Built, switched: bool) -> Option<Trigger> {
+    let cut = |pruned: bool| {
+        built
+            .report
+            .layers
+            .iter()
+            .any(|l| l.dropped > 0 || (pruned && l.trimmed > 0))
+    };
+    if switched && cut(true) {
+        Some(Trigger::ModelSwitch)
+    } else if cut(false) {
+        Some(Trigger::Threshold)
+    } else {
+        None
+    }
+}
+
 /// The model's window: `[context] window_tokens`, else `[model] context_window`, else 128k.
 pub fn window(settings: &Settings) -> u64 {
     settings
@@ -178,7 +237,8 @@ impl Agent<'_> {
         tool_defs(self.registry)
     }
 
-    fn save(&self, state: &State, status: &str) -> Result<(), String> {
+    /// Saves the state and the conversation items not saved yet.
+    pub fn save(&self, state: &State, status: &str) -> Result<(), String> {
         let header = AgentSession {
             session_id: self.session.clone(),
             started_at: String::new(),
@@ -269,6 +329,10 @@ impl Agent<'_> {
 
     async fn turns(&mut self, state: &mut State, started: Instant) -> Status {
         let tools = self.tool_defs();
+        let window = window(self.settings);
+        // A run going on with a model whose window is smaller: what the larger one saw is
+        // summarised once, before the first call, if it no longer fits whole.
+        let mut switched = state.window.is_some_and(|before| window < before);
         loop {
             if self.interrupt.raised() {
                 return Status::Interrupted;
@@ -279,13 +343,15 @@ impl Agent<'_> {
             let (mut system, mut built) = self.context(state, &tools);
             // Pruning was not enough: the model summarises the older part, once this turn;
             // whatever still does not fit is trimmed, and the turn goes on.
-            if built.report.layers.iter().any(|l| l.dropped > 0) {
-                match self.compact(state).await {
-                    Ok(()) => (system, built) = self.context(state, &tools),
+            let trigger = trigger(&built, std::mem::take(&mut switched));
+            if let Some(trigger) = trigger {
+                match self.compact(state, trigger).await {
+                    Ok(_) => (system, built) = self.context(state, &tools),
                     Err(Some(status)) => return status,
                     Err(None) => {}
                 }
             }
+            state.window = Some(window);
             let estimated = built.report.total;
             if built
                 .report
@@ -355,11 +421,16 @@ impl Agent<'_> {
         }
     }
 
-    /// Compacts now (`warden compact`): the older part of the conversation becomes a handoff
-    /// summary, as when the context outgrows its window.
-    pub async fn compact_now(&mut self, state: &mut State) -> Result<(), String> {
-        match self.compact(state).await {
-            Ok(()) => Ok(()),
+    /// Compacts now (`/compact`, `warden compact`, `warden handoff`): the older part of the
+    /// conversation (for a handoff, all of it but the task) becomes a handoff summary, as when
+    /// the context outgrows its window.
+    pub async fn compact_now(
+        &mut self,
+        state: &mut State,
+        trigger: Trigger,
+    ) -> Result<Compacted, String> {
+        match self.compact(state, trigger).await {
+            Ok(done) => Ok(done),
             Err(Some(status)) => Err(format!("compaction stopped: {}", status.as_str())),
             Err(None) => Err(
                 "nothing was compacted: the run is too short, or the model could not summarise \
@@ -373,10 +444,28 @@ impl Agent<'_> {
     /// every opaque identifier of that part checked and put back where it dropped one. `Err(None)`
     /// when it could not be done (the builder trims instead); `Err(Some(_))` when the run must
     /// stop (Ctrl-C).
-    async fn compact(&mut self, state: &mut State) -> Result<(), Option<Status>> {
+    async fn compact(
+        &mut self,
+        state: &mut State,
+        trigger: Trigger,
+    ) -> Result<Compacted, Option<Status>> {
         use warden_context::compaction;
-        let end = compaction::cut(&state.items);
+        let end = if trigger == Trigger::Handoff {
+            state.items.len()
+        } else {
+            compaction::cut(&state.items)
+        };
         if end <= 2 {
+            // Handed off already, nothing since: the summary there is the handoff.
+            if let (Trigger::Handoff, [_, Item::User { text }]) = (trigger, state.items.as_slice())
+                && let Some(summary) = compaction::summary_of(text)
+            {
+                return Ok(Compacted {
+                    messages: 0,
+                    summary: summary.to_owned(),
+                    restored: Vec::new(),
+                });
+            }
             return Err(None);
         }
         let range = state.items[1..end].to_vec();
@@ -406,7 +495,10 @@ impl Agent<'_> {
         let turn = match turn {
             Ok(turn) => turn,
             Err(err) => {
-                self.trace("compaction_failed", &json!({"error": err.to_string()}));
+                self.trace(
+                    "compaction_failed",
+                    &json!({"trigger": trigger.as_str(), "error": err.to_string()}),
+                );
                 return Err(None);
             }
         };
@@ -419,6 +511,7 @@ impl Agent<'_> {
         // The stored conversation is rewritten from the start.
         self.saved_items.set(0);
         let data = json!({
+            "trigger": trigger.as_str(),
             "messages": range.len(),
             "summaryChars": summary.len(),
             "restoredIdentifiers": restored,
@@ -426,10 +519,15 @@ impl Agent<'_> {
         self.trace("compaction", &data);
         self.sink.event(
             "compaction",
-            &json!({"messages": range.len(), "restored": restored.len()}),
+            &json!({"trigger": trigger.as_str(), "messages": range.len(), "restored": restored.len()}),
         );
         self.save(state, "running")
-            .map_err(|why| Some(Status::Error(why)))
+            .map_err(|why| Some(Status::Error(why)))?;
+        Ok(Compacted {
+            messages: range.len(),
+            summary,
+            restored,
+        })
     }
 
     /// Adds a turn's tokens and cost; learns the estimate's calibration from the provider's

@@ -56,6 +56,9 @@ pub enum Command {
     Context(ContextCommand),
     /// Continue a saved run after a crash or a stop, optionally with a new prompt.
     Resume(Box<ResumeArgs>),
+    /// Hand a saved run to another agent: all of it becomes the nine-section handoff summary,
+    /// printed, and the run goes on from it.
+    Handoff(Box<CompactArgs>),
 }
 
 /// What `warden run` and `warden resume` share.
@@ -90,6 +93,13 @@ pub struct AgentArgs {
     /// The model's window in tokens, overriding what is configured (small local models).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
+    /// A constraint for the whole session, kept in every model call and never cut (repeatable).
+    #[arg(long = "pin", value_name = "TEXT")]
+    pub pin: Vec<String>,
+    /// Stay for more prompts after the task (/compact, /pin, /context, /help; /exit to leave).
+    /// The default on a terminal when no task is given.
+    #[arg(short = 'i', long)]
+    pub interactive: bool,
     /// Print JSON lines of events instead of text.
     #[arg(long)]
     pub json: bool,
@@ -99,8 +109,9 @@ pub struct AgentArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub agent: AgentArgs,
-    /// The task.
-    pub prompt: String,
+    /// The task. Without it: an interactive session on a terminal, else the task is read from
+    /// standard input.
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +145,9 @@ pub struct ContextShowArgs {
     /// The model's window in tokens, overriding what is configured.
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
+    /// Also list every item of the conversation: what became of it, and its score.
+    #[arg(long)]
+    pub items: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@ mod bash_tool;
 mod cli;
 mod policy;
 mod sandbox;
+mod session;
 mod support;
 mod trace;
 mod undo;

@@ -115,13 +115,22 @@ pub(crate) fn backends() -> Vec<&'static str> {
 /// typing the next of `answers` each time it asks "allow?" and an empty line when it asks for a
 /// word for the model. Returns the terminal's text and the exit code.
 pub(crate) fn on_a_terminal(p: &Project, argv: &[&str], answers: &[&str]) -> Run {
+    in_a_session(p, argv, answers, &[])
+}
+
+/// Like [`on_a_terminal`], and types the next of `lines` at each prompt of an interactive
+/// session (then Ctrl-D).
+pub(crate) fn in_a_session(p: &Project, argv: &[&str], answers: &[&str], lines: &[&str]) -> Run {
     const HARNESS: &str = r"import os, pty, sys, json
 answers = json.loads(sys.argv[1])
+lines = json.loads(sys.argv[2])
+prompt = 'warden\u203a '.encode()
 pid, fd = pty.fork()
 if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
+    os.execvp(sys.argv[3], sys.argv[3:])
 out = b''
 asked = 0
+typed = 0
 while True:
     try:
         data = os.read(fd, 4096)
@@ -136,6 +145,9 @@ while True:
         os.write(fd, (answer + '\n').encode())
     if out.endswith(b'(enter for none): '):
         os.write(fd, b'\n')
+    while out.count(prompt) > typed:
+        os.write(fd, ((lines[typed] + '\n') if typed < len(lines) else '\x04').encode())
+        typed += 1
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors='replace'))
 sys.exit(os.waitstatus_to_exitcode(status))
@@ -150,6 +162,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
             .arg("-c")
             .arg(HARNESS)
             .arg(serde_json::to_string(answers).unwrap())
+            .arg(serde_json::to_string(lines).unwrap())
             .args(argv)
             .current_dir(p.root())
             .env_clear()

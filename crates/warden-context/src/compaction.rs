@@ -182,6 +182,14 @@ pub fn summary_item(summary: &str, messages: usize) -> Item {
     }
 }
 
+/// The summary a [`summary_item`] holds, without its label.
+pub fn summary_of(text: &str) -> Option<&str> {
+    if !text.starts_with("[Summary of ") {
+        return None;
+    }
+    text.split_once("]\n\n").map(|(_, summary)| summary)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

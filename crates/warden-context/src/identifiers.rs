@@ -81,7 +81,8 @@ const NOT_FUNCTIONS: &[&str] = &[
     "i.e", "Some", "Ok", "Err", "None", "vec", "format", "println", "print", "assert",
 ];
 
-static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\bhttps?://[^\s<>"'`\]}]+"#));
+/// A backslash ends a URL: in JSON-escaped text (tool results) `\n` follows it.
+static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\bhttps?://[^\s<>"'`\]}\\]+"#));
 static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
         r"(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b"
@@ -310,6 +311,11 @@ mod tests {
             ]
         );
         assert!(kinds("read and/or write the I/O").is_empty());
+        assert_eq!(
+            kinds(r#"{"content":"see https://example.com/spec/0\nnext"}"#),
+            [(Kind::Url, "https://example.com/spec/0".to_owned())],
+            "an escaped newline ends it"
+        );
     }
 
     #[test]

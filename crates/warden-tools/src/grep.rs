@@ -1,5 +1,6 @@
 //! `grep`: ripgrep's engine in-process — regex or fixed string, context lines, results by file.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -76,8 +77,9 @@ impl Tool for Grep {
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Search file contents in the workspace with ripgrep's engine (regex, or literal \
         with fixedStrings). Honours .gitignore, skips binary files and node_modules/.git/dist/build/target/vendor. \
-        Results are grouped by file with line numbers; hits and line length are capped, and a truncated result \
-        says so: narrow the pattern, path or glob.";
+        Results are grouped by file with line numbers; a line matched in many files is shown twice, then listed \
+        by place in `repeated`; hits and line length are capped, and a truncated result says so: narrow the \
+        pattern, path or glob.";
     const READ_ONLY: bool = true;
 
     fn run(&self, ctx: &ToolContext, args: GrepArgs) -> Result<Value, ToolError> {
@@ -203,10 +205,14 @@ impl Search {
 
     fn result(&self, ctx: &ToolContext, query: &str, base: &str, files: Vec<FileHits>) -> Value {
         let total: usize = files.iter().map(|f| f.hits.len()).sum();
+        let file_count = files.len();
         let capped = self.capped.load(Ordering::Relaxed);
         let cut = files.iter().flat_map(|f| &f.hits).any(|h| h.line.cut);
+        let (files, repeated) = fold_repeats(ctx, files);
+        let folded: usize = repeated.iter().map(|r| r.count).sum();
         let files_json: Vec<Value> = files
             .into_iter()
+            .filter(|f| !f.hits.is_empty())
             .map(|f| json!({ "path": ctx.paths.display(&f.path), "matches": f.hits }))
             .collect();
         let mut result = json!({
@@ -214,19 +220,95 @@ impl Search {
             "path": base,
             "files": files_json,
             "totalMatches": total,
-            "truncated": capped || cut,
+            "truncated": capped || cut || folded > 0,
         });
+        let mut summary = format!("{total} matches in {file_count} files");
+        if folded > 0 {
+            result["repeated"] = json!(repeated);
+            let _ = write!(
+                summary,
+                "; {folded} matches of a line already shown are listed in `repeated` by place only"
+            );
+        }
         if capped {
             result["truncationReason"] = json!("too_many_matches");
             result["hint"] = json!(format!(
                 "stopped at {} matches; narrow the pattern, the path or the glob to see the rest",
                 self.limit
             ));
+            let _ = write!(summary, "; stopped at {} matches", self.limit);
+        } else if folded > 0 {
+            result["truncationReason"] = json!("duplicate_hits");
         } else if cut {
             result["truncationReason"] = json!("long_lines");
         }
+        if cut {
+            summary.push_str("; long lines cut");
+        }
+        if capped || cut || folded > 0 {
+            result["summary"] = json!(summary);
+        }
         result
     }
+}
+
+/// The same line matched in many files (a vendored copy, a generated file, a licence header):
+/// shown in full this many times, then listed by place only.
+const SHOWN_REPEATS: usize = 2;
+/// The most places listed for one repeated line.
+const MAX_PLACES: usize = 50;
+
+/// A line matched again and again, and where.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Repeated {
+    text: String,
+    /// Where it matched after it had been shown: `path:line`.
+    places: Vec<String>,
+    /// How many matches were folded (more than the places listed when there were many).
+    count: usize,
+}
+
+/// Folds matches whose line (trimmed) was already shown in [`SHOWN_REPEATS`] other files, in
+/// path order. Within one file every match stays.
+fn fold_repeats(ctx: &ToolContext, mut files: Vec<FileHits>) -> (Vec<FileHits>, Vec<Repeated>) {
+    // Per line: the files it was shown in, and the last of them.
+    let mut shown: std::collections::HashMap<String, (usize, usize)> =
+        std::collections::HashMap::new();
+    let mut repeated: Vec<Repeated> = Vec::new();
+    let mut index_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (n, file) in files.iter_mut().enumerate() {
+        let path = ctx.paths.display(&file.path);
+        file.hits.retain(|hit| {
+            let key = hit.line.text.trim();
+            if key.is_empty() {
+                return true;
+            }
+            let (count, last) = shown.entry(key.to_owned()).or_insert((0, usize::MAX));
+            if *last != n {
+                *count += 1;
+                *last = n;
+            }
+            if *count <= SHOWN_REPEATS {
+                return true;
+            }
+            let at = *index_of.entry(key.to_owned()).or_insert_with(|| {
+                repeated.push(Repeated {
+                    text: hit.line.text.clone(),
+                    places: Vec::new(),
+                    count: 0,
+                });
+                repeated.len() - 1
+            });
+            let entry = &mut repeated[at];
+            entry.count += 1;
+            if entry.places.len() < MAX_PLACES {
+                entry.places.push(format!("{path}:{}", hit.line.line));
+            }
+            false
+        });
+    }
+    (files, repeated)
 }
 
 struct FileSink<'a> {

@@ -13,6 +13,7 @@ mod glob;
 mod grep;
 mod jobs;
 pub mod normalise;
+mod outline;
 mod patch;
 mod read;
 mod registry;

@@ -11,11 +11,14 @@ use sha2::{Digest, Sha256};
 use warden_protocol::{ToolError, ToolErrorKind};
 
 use crate::context::ReadRecord;
-use crate::{Tool, ToolContext, sniff};
+use crate::{Tool, ToolContext, outline, sniff};
 
 /// Files up to this size are read whole: lines counted and the content hashed. Larger files are
 /// read only as far as the page asked for.
 const WHOLE_FILE_LIMIT: u64 = 64 * 1024 * 1024;
+/// Files up to this size get an outline of what surrounds a page: its imports, the blocks it
+/// sits in and the types it names.
+const OUTLINE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Arguments of `readFile`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -74,6 +77,7 @@ impl Tool for ReadFile {
         }
 
         let mut out = Page::new(start, end, caps.max_bytes, caps.max_line_chars);
+        let mut whole = None;
         let total_lines = if meta.len() <= WHOLE_FILE_LIMIT {
             let mut data = head;
             file.read_to_end(&mut data).map_err(io_err)?;
@@ -88,7 +92,9 @@ impl Tool for ReadFile {
                 modified: meta.modified().ok(),
             };
             ctx.reads.record(resolved.real.clone(), record);
-            Some(count_lines(&data))
+            let total = count_lines(&data);
+            whole = Some(data);
+            Some(total)
         } else {
             stream_page(
                 BufReader::new(std::io::Cursor::new(head).chain(file)),
@@ -132,12 +138,46 @@ impl Tool for ReadFile {
         if truncated {
             result["truncationReason"] = json!(reason);
             result["nextStartLine"] = json!(last + 1);
+            result["summary"] = json!(page_summary(start, last, total_lines));
         }
         if out.cut_lines > 0 {
             result["linesCut"] = json!(out.cut_lines);
         }
+        if let (Some(data), Some(first)) = (&whole, out.first)
+            && let Some(outline) = outline_of(data, first, last, total_lines)
+        {
+            result["outline"] = json!(outline);
+        }
         Ok(result)
     }
+}
+
+/// One line on a page that does not show the whole file.
+fn page_summary(start: u64, last: u64, total_lines: Option<u64>) -> String {
+    let total =
+        total_lines.map_or_else(|| "a file too large to count".to_owned(), |t| t.to_string());
+    format!(
+        "lines {start}-{last} of {total} shown; more from startLine {}",
+        last + 1
+    )
+}
+
+/// What surrounds lines `first..=last` of a file read whole, unless the page is all of it.
+fn outline_of(
+    data: &[u8],
+    first: u64,
+    last: u64,
+    total_lines: Option<u64>,
+) -> Option<outline::Outline> {
+    let covers_all = first == 1 && total_lines.is_some_and(|t| last >= t);
+    if covers_all || data.len() > OUTLINE_LIMIT {
+        return None;
+    }
+    let text = String::from_utf8_lossy(data);
+    let lines: Vec<&str> = text.lines().collect();
+    let to_index = |n: u64| usize::try_from(n - 1).unwrap_or(usize::MAX);
+    let outline = outline::outline(&lines, to_index(first), to_index(last));
+    (!outline.is_empty()).then_some(outline)
 }
 
 /// Builds the numbered content of one page under a byte cap.
@@ -147,6 +187,7 @@ struct Page {
     max_bytes: usize,
     max_line_chars: usize,
     content: String,
+    first: Option<u64>,
     last: Option<u64>,
     byte_capped: bool,
     binary: bool,
@@ -161,6 +202,7 @@ impl Page {
             max_bytes,
             max_line_chars,
             content: String::new(),
+            first: None,
             last: None,
             byte_capped: false,
             binary: false,
@@ -202,6 +244,7 @@ impl Page {
             return false;
         }
         self.content.push_str(&line);
+        self.first.get_or_insert(index);
         self.last = Some(index);
         true
     }

@@ -19,6 +19,22 @@ fn hits(out: &Value) -> Vec<(String, u64, String)> {
             ));
         }
     }
+    // Lines matched again and again are listed by place.
+    for repeated in out["repeated"].as_array().into_iter().flatten() {
+        assert_eq!(
+            repeated["count"].as_u64().unwrap(),
+            repeated["places"].as_array().unwrap().len() as u64,
+            "every place listed in these tests"
+        );
+        for place in repeated["places"].as_array().unwrap() {
+            let (path, line) = place.as_str().unwrap().rsplit_once(':').unwrap();
+            all.push((
+                path.to_owned(),
+                line.parse().unwrap(),
+                repeated["text"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
     all
 }
 
@@ -285,5 +301,49 @@ fn read_deny_rules_stop_directory_walks_too() {
     assert_eq!(
         ws.err_kind("readFile", json!({"path": "secrets/plan.md"})),
         ToolErrorKind::DeniedPath
+    );
+}
+
+#[test]
+fn a_line_matched_in_many_files_is_shown_twice_then_listed_by_place() {
+    let ws = Workspace::new();
+    for n in 0..12 {
+        ws.write(
+            &format!("vendor{n:02}/lib.js"),
+            format!("// Copyright (c) Example Corp\nexport const version{n} = {n};\n"),
+        );
+    }
+    let out = ws
+        .call("grep", json!({"pattern": "Copyright|version3 "}))
+        .unwrap();
+    assert_eq!(out["totalMatches"], 13, "{out}");
+    let shown: Vec<_> = hits(&out).into_iter().collect();
+    assert_eq!(shown.len(), 13, "every match is still accounted for");
+    let files = out["files"].as_array().unwrap();
+    let full: usize = files
+        .iter()
+        .map(|f| f["matches"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(
+        full, 3,
+        "two copies of the line, and the one distinct match: {out}"
+    );
+    assert_eq!(out["repeated"][0]["text"], "// Copyright (c) Example Corp");
+    assert_eq!(out["repeated"][0]["count"], 10);
+    assert_eq!(out["repeated"][0]["places"][0], "vendor02/lib.js:1");
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["truncationReason"], "duplicate_hits");
+    assert!(
+        out["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("13 matches in 12 files; 10 matches of a line already shown"),
+        "{out}"
+    );
+    // Distinct lines are never folded.
+    let plain = ws.call("grep", json!({"pattern": "export const"})).unwrap();
+    assert!(
+        plain.get("repeated").is_none() && plain["truncated"] == false,
+        "{plain}"
     );
 }

@@ -312,3 +312,56 @@ fn empty_files_read_as_empty() {
     assert_eq!(out["totalLines"], 0);
     assert_eq!(out["truncated"], false);
 }
+
+#[test]
+fn a_page_of_source_comes_with_its_imports_enclosing_blocks_and_types() {
+    let ws = Workspace::new();
+    let mut src = String::from(
+        "use std::fmt;\nuse crate::slug::Options;\n\npub struct Report {\n    pub lines: Vec<String>,\n}\n\nimpl Report {\n",
+    );
+    for i in 0..40 {
+        let _ = writeln!(
+            src,
+            "    pub fn step_{i}(&self) -> usize {{\n        self.lines.len() + {i}\n    }}\n"
+        );
+    }
+    src.push_str("    pub fn render(&self, opts: &Options) -> Report {\n        let out = Report { lines: Vec::new() };\n        out\n    }\n}\n");
+    ws.write("src/report.rs", &src);
+    let total = src.lines().count() as u64;
+    let out = ws
+        .call(
+            "readFile",
+            json!({"path": "src/report.rs", "startLine": total - 3, "endLine": total - 2}),
+        )
+        .unwrap();
+    let outline = &out["outline"];
+    assert_eq!(outline["imports"][0]["text"], "use std::fmt;", "{out}");
+    assert_eq!(outline["imports"][1]["line"], 2);
+    let enclosing: Vec<&str> = outline["enclosing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        enclosing,
+        [
+            "impl Report {",
+            "    pub fn render(&self, opts: &Options) -> Report {"
+        ]
+    );
+    assert_eq!(outline["types"][0]["name"], "Report");
+    assert_eq!(outline["types"][0]["line"], 4);
+    // A whole small file needs no outline; a page that stops early says where to go on.
+    ws.write("src/small.rs", "use std::fmt;\nfn a() {}\n");
+    let small = ws
+        .call("readFile", json!({"path": "src/small.rs"}))
+        .unwrap();
+    assert!(small.get("outline").is_none(), "{small}");
+    ws.write("big.txt", numbered(5000));
+    let page = ws.call("readFile", json!({"path": "big.txt"})).unwrap();
+    assert_eq!(
+        page["summary"],
+        "lines 1-2000 of 5000 shown; more from startLine 2001"
+    );
+}

@@ -3,6 +3,7 @@
 mod config;
 mod exec;
 mod policy;
+mod repl;
 mod run;
 mod tool;
 mod trace;
@@ -27,10 +28,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Exec(args) => exec::run(dir, &args),
         Command::Undo(args) => undo::run(&args),
         Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
-        Command::Run(args) => run::run(dir, &args.agent, &args.prompt),
+        Command::Run(args) => run::run(dir, &args.agent, args.prompt.as_deref()),
         Command::Resume(args) => run::resume(dir, &args),
         Command::Sessions(args) => run::sessions(&args),
-        Command::Compact(args) => run::compact(dir, &args),
+        Command::Compact(args) => run::compact(dir, &args, false),
+        Command::Handoff(args) => run::compact(dir, &args, true),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }

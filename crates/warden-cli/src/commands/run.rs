@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use serde_json::json;
-use warden_agent::{Agent, Budgets, Human, Interrupt, JsonLines, Sink, State, Status, Terminal};
+use warden_agent::{
+    Agent, Budgets, Compacted, Human, Interrupt, JsonLines, Sink, State, Status, Terminal, Trigger,
+};
 use warden_config::{PermissionMode, RawSettings, Settings};
 use warden_model::{Client, Item, SelectError};
 use warden_policy::Engine;
@@ -22,18 +24,54 @@ use crate::{CliError, Exit};
 /// The most tokens one answer may take.
 const MAX_OUTPUT_TOKENS: u32 = 8192;
 
-pub(super) fn run(dir: Option<PathBuf>, args: &AgentArgs, prompt: &str) -> Result<Exit, CliError> {
-    if prompt.trim().is_empty() {
+/// What a started agent does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Runs until the model is done, then (interactive) asks for more.
+    Run { interactive: bool },
+    /// Compacts the saved run and stops (`warden compact`, `warden handoff`).
+    Compact(Trigger),
+}
+
+pub(super) fn run(
+    dir: Option<PathBuf>,
+    args: &AgentArgs,
+    prompt: Option<&str>,
+) -> Result<Exit, CliError> {
+    let on_terminal = std::io::stdin().is_terminal();
+    let prompt = match prompt {
+        Some(prompt) => Some(prompt.to_owned()),
+        // No task on a terminal: an interactive session, whose first line is the task.
+        None if on_terminal && !args.json => None,
+        None => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+                CliError::usage(anyhow!("reading the task from standard input: {e}"))
+            })?;
+            Some(text)
+        }
+    };
+    if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(CliError::usage(anyhow!("the prompt is empty")));
     }
     let state = State {
-        goal: prompt.to_owned(),
-        items: vec![Item::User {
-            text: prompt.to_owned(),
-        }],
+        goal: prompt.clone().unwrap_or_default(),
+        items: prompt
+            .iter()
+            .map(|text| Item::User { text: text.clone() })
+            .collect(),
         ..State::default()
     };
-    start(dir, args, SessionId::new(), state, None, 0, false)
+    let interactive = args.interactive || prompt.is_none();
+    start(
+        dir,
+        args,
+        SessionId::new(),
+        state,
+        None,
+        0,
+        Mode::Run { interactive },
+    )
 }
 
 /// A saved run: its header and its state, conversation included.
@@ -66,6 +104,8 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         Some(prompt) => state.items.push(Item::User {
             text: prompt.clone(),
         }),
+        // On a terminal a finished run goes on with what is typed next.
+        None if header.status == "finished" && args.agent.interactive => {}
         None if header.status == "finished" => {
             return Err(CliError::usage(anyhow!(
                 "run {session} has finished; give a prompt to continue it"
@@ -73,15 +113,9 @@ pub(super) fn resume(dir: Option<PathBuf>, args: &ResumeArgs) -> Result<Exit, Cl
         }
         None => {}
     }
-    go_on(
-        dir,
-        &args.agent,
-        session,
-        state,
-        &header,
-        saved_items,
-        false,
-    )
+    let interactive = args.agent.interactive;
+    let mode = Mode::Run { interactive };
+    go_on(dir, &args.agent, session, state, &header, saved_items, mode)
 }
 
 /// Runs a saved run again (or compacts it), in its own directory unless told otherwise, with
@@ -93,19 +127,30 @@ fn go_on(
     state: State,
     header: &AgentSession,
     saved_items: usize,
-    compact_only: bool,
+    mode: Mode,
 ) -> Result<Exit, CliError> {
     let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
     let model = Some(header.model.clone());
-    start(dir, agent, session, state, model, saved_items, compact_only)
+    start(dir, agent, session, state, model, saved_items, mode)
 }
 
 /// `warden compact SESSION`: the saved run's older part becomes a handoff summary now.
-pub(super) fn compact(dir: Option<PathBuf>, args: &CompactArgs) -> Result<Exit, CliError> {
+/// `warden handoff SESSION`: all of it does, and the summary is printed for the next agent.
+pub(super) fn compact(
+    dir: Option<PathBuf>,
+    args: &CompactArgs,
+    handoff: bool,
+) -> Result<Exit, CliError> {
     let session: SessionId = args.session.parse().map_err(CliError::usage)?;
     let (header, state) = load(&session)?;
     let saved_items = state.items.len();
-    go_on(dir, &args.agent, session, state, &header, saved_items, true)
+    let trigger = if handoff {
+        Trigger::Handoff
+    } else {
+        Trigger::Manual
+    };
+    let mode = Mode::Compact(trigger);
+    go_on(dir, &args.agent, session, state, &header, saved_items, mode)
 }
 
 /// Calls that were running when the process died get an answer saying so: never run again
@@ -162,6 +207,16 @@ fn cli_layer(args: &AgentArgs) -> Result<RawSettings, CliError> {
     Ok(raw)
 }
 
+/// Adds constraints the user pinned, each once.
+pub(super) fn pin(state: &mut State, texts: &[String]) {
+    for text in texts {
+        let text = text.trim();
+        if !text.is_empty() && !state.pinned.iter().any(|p| p == text) {
+            state.pinned.push(text.to_owned());
+        }
+    }
+}
+
 fn budgets(settings: &Settings, args: &AgentArgs) -> Budgets {
     let b = &settings.budgets;
     Budgets {
@@ -181,8 +236,9 @@ fn start(
     mut state: State,
     saved_model: Option<String>,
     saved_items: usize,
-    compact_only: bool,
+    mode: Mode,
 ) -> Result<Exit, CliError> {
+    pin(&mut state, &args.pin);
     let settings =
         load_settings_with(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -225,10 +281,12 @@ fn start(
     };
     let mut json_sink = JsonLines;
     let mut human = Human::default();
-    let sink: &mut dyn Sink = if args.json {
-        &mut json_sink
-    } else {
-        &mut human
+    let mut quiet = Quiet;
+    let sink: &mut dyn Sink = match mode {
+        // Compacting prints its own result only.
+        Mode::Compact(_) => &mut quiet,
+        Mode::Run { .. } if args.json => &mut json_sink,
+        Mode::Run { .. } => &mut human,
     };
     let interrupt = Arc::new(Interrupt::default());
     {
@@ -268,24 +326,62 @@ fn start(
         saved_items: std::cell::Cell::new(saved_items),
         shield: warden_context::Shield::from_env(std::env::vars()),
     };
-    if compact_only {
-        let compacted = runtime.block_on(agent.compact_now(&mut state));
-        drop(agent);
-        runtime.shutdown_background();
-        return match compacted {
-            Ok(()) => {
-                println!("compacted: {} messages now", state.items.len());
-                Ok(Exit::Success)
+    let exit = match mode {
+        Mode::Compact(trigger) => {
+            let compacted = runtime.block_on(agent.compact_now(&mut state, trigger));
+            match compacted {
+                Ok(done) if trigger == Trigger::Handoff => {
+                    print_handoff(&agent.session, &done, args.json)?;
+                    Exit::Success
+                }
+                Ok(_) => {
+                    println!("compacted: {} messages now", state.items.len());
+                    Exit::Success
+                }
+                Err(why) => {
+                    drop(agent);
+                    runtime.shutdown_background();
+                    return Err(CliError::failure(anyhow!(why)));
+                }
             }
-            Err(why) => Err(CliError::failure(anyhow!(why))),
-        };
-    }
-    let status = runtime.block_on(agent.run(&mut state));
+        }
+        Mode::Run { interactive } => {
+            // Nothing to answer yet: an interactive session that starts with a prompt, or a
+            // finished run resumed to go on interactively.
+            let waiting = match state.items.last() {
+                None => false,
+                Some(Item::Assistant { calls, .. }) => !calls.is_empty(),
+                Some(_) => true,
+            };
+            let mut exit = if waiting {
+                exit_of(runtime.block_on(agent.run(&mut state)))
+            } else {
+                Exit::Success
+            };
+            if interactive {
+                exit = super::repl::session(&runtime, &mut agent, &mut state, exit);
+            }
+            exit
+        }
+    };
     drop(agent);
     // Background commands end with the session.
     ctx.jobs.stop_all();
     runtime.shutdown_background();
-    Ok(match status {
+    Ok(exit)
+}
+
+/// Shows nothing.
+struct Quiet;
+
+impl Sink for Quiet {
+    fn text(&mut self, _: &str) {}
+    fn event(&mut self, _: &str, _: &serde_json::Value) {}
+}
+
+/// The exit code of a run.
+pub(super) fn exit_of(status: Status) -> Exit {
+    match status {
         Status::Finished => Exit::Success,
         Status::BudgetExhausted(_) => Exit::Code(3),
         Status::Interrupted => Exit::Code(130),
@@ -293,7 +389,38 @@ fn start(
             eprintln!("warden: error: {why}");
             Exit::Failure
         }
-    })
+    }
+}
+
+/// The handoff summary: as text for the next agent, or JSON with its sections.
+fn print_handoff(session: &SessionId, done: &Compacted, json: bool) -> Result<(), CliError> {
+    if !json {
+        print!("{}", done.summary);
+        return Ok(());
+    }
+    let mut sections = serde_json::Map::new();
+    let mut current: Option<(String, String)> = None;
+    for line in done.summary.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            if let Some((name, body)) = current.take() {
+                sections.insert(name, json!(body.trim()));
+            }
+            current = Some((heading.to_owned(), String::new()));
+        } else if let Some((_, body)) = &mut current {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    if let Some((name, body)) = current {
+        sections.insert(name, json!(body.trim()));
+    }
+    print_json(&json!({
+        "sessionId": session.as_str(),
+        "messages": done.messages,
+        "summary": done.summary,
+        "sections": sections,
+        "restoredIdentifiers": done.restored,
+    }))
 }
 
 /// `warden context show`: what the next call of a saved run would contain, per layer.
@@ -315,9 +442,36 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
     let (_, built) = warden_agent::context(&settings, &state, &tools, network, model);
     let report = &built.report;
     if args.json {
-        print_json(report)?;
+        let mut value = json!(report);
+        if args.items {
+            value["items"] = json!(built.fates);
+        }
+        print_json(&value)?;
         return Ok(Exit::Success);
     }
+    print_report(report);
+    if args.items {
+        println!(
+            "{:>6} {:<12} {:<11} {:>7} {:>6}",
+            "item", "what", "fate", "tokens", "score"
+        );
+        for fate in &built.fates {
+            println!(
+                "{:>6} {:<12} {:<11} {:>7} {:>6}",
+                fate.index,
+                fate.what,
+                fate.fate,
+                fate.tokens,
+                fate.score
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"))
+            );
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// A context report as a table, a line per layer and its reasons.
+pub(super) fn print_report(report: &warden_context::Report) {
     println!(
         "window {} tokens, budget {}, this context {}{}",
         report.window,
@@ -342,7 +496,6 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
             println!("    {reason}");
         }
     }
-    Ok(Exit::Success)
 }
 
 pub(super) fn sessions(args: &SessionsArgs) -> Result<Exit, CliError> {
