@@ -220,6 +220,10 @@ impl Finder<'_> {
             }
         }
         for m in ISSUE.find_iter(text) {
+            // `&#34;` is a character reference, not issue 34.
+            if text[..m.start()].ends_with('&') && text[m.end()..].starts_with(';') {
+                continue;
+            }
             self.add(Kind::Issue, m.start(), m.end());
         }
         for m in ERROR_CODE.find_iter(text) {
@@ -316,6 +320,11 @@ mod tests {
             [(Kind::Url, "https://example.com/spec/0".to_owned())],
             "an escaped newline ends it"
         );
+        assert!(
+            kinds("the string &#34;slug&#34;").is_empty(),
+            "character references are not issues"
+        );
+        assert_eq!(kinds("issue #34"), [(Kind::Issue, "#34".to_owned())]);
     }
 
     #[test]
