@@ -20,7 +20,7 @@ mod rules;
 pub mod shell;
 
 pub use approvals::remembered_rule;
-pub use engine::{Action, Engine, Step, Verdict};
+pub use engine::{Action, Engine, Narrowing, Step, Verdict};
 pub use error::PolicyError;
 pub use modes::{Outcome, Row};
 pub use paths::{PathPolicy, PatternError, Protection, ResolvedPath, Target, normalize, real_path};

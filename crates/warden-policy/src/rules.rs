@@ -163,6 +163,11 @@ impl Rule {
         })
     }
 
+    /// Whether the rule names its tool alone, matching every call.
+    pub fn is_any(&self) -> bool {
+        matches!(self.spec, Spec::Any)
+    }
+
     /// The rule as written.
     pub fn text(&self) -> &str {
         &self.text

@@ -4,4 +4,5 @@
 mod approvals;
 mod corpus;
 mod fixture;
+mod narrowing;
 mod properties;

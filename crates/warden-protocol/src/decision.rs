@@ -69,6 +69,8 @@ pub enum PolicyLayer {
     Rules,
     Mode,
     Approval,
+    /// An active skill narrows what may be done (its allowed tools and permissions).
+    Skill,
 }
 
 impl PolicyLayer {
@@ -81,6 +83,7 @@ impl PolicyLayer {
             Self::Rules => "rules",
             Self::Mode => "mode",
             Self::Approval => "approval",
+            Self::Skill => "skill",
         }
     }
 }

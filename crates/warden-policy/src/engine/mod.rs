@@ -1,7 +1,10 @@
 //! The five layers (SPEC P5): hard block → path sandbox → rules → mode → approval.
 
 mod bash;
+mod narrow;
 mod tools;
+
+pub use narrow::Narrowing;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -161,6 +164,8 @@ pub struct Engine {
     network_off: bool,
     /// Risk levels the settings add to the built-in table.
     extra_risk: Vec<(String, RiskLevel)>,
+    /// What active skills let through.
+    narrowings: Vec<Narrowing>,
 }
 
 /// One part's verdict before combining.
@@ -277,6 +282,7 @@ impl Engine {
                 .iter()
                 .map(|(name, level)| (name.clone(), risk_level(*level)))
                 .collect(),
+            narrowings: Vec::new(),
         })
     }
 
@@ -362,11 +368,13 @@ impl Engine {
     }
 
     fn decide(&self, action: &Action, mut trail: Trail) -> Verdict {
+        let mut parsed = None;
         let (part, analysis, resources, rewrite) = match action {
             Action::Bash(command) => {
                 let analysis = self.analyses.get(command);
                 let (part, resources, rewrite) = self.bash(command, &analysis, &mut trail);
                 let kept = trail.steps.is_some().then(|| Analysis::clone(&analysis));
+                parsed = Some(analysis);
                 (part, kept, resources, rewrite)
             }
             Action::Read(t) | Action::Glob(t) | Action::Grep(t) => {
@@ -385,6 +393,11 @@ impl Engine {
             ),
         };
         let decision = finish(action, part, resources, rewrite, &mut trail);
+        let before = decision.decision;
+        let decision = self.narrow(action, parsed.as_deref(), decision);
+        if decision.decision != before {
+            trail.note(PolicyLayer::Skill, || decision.reason.clone());
+        }
         Verdict {
             decision,
             trail: trail.steps.unwrap_or_default(),

@@ -206,7 +206,7 @@ impl Engine {
             .iter()
             .filter(|r| {
                 matches!(&r.tool, RuleTool::Other(n) if n == name)
-                    || (r.tool == RuleTool::Skill && name == "skill")
+                    || (r.tool == RuleTool::Skill && name.eq_ignore_ascii_case("skill"))
             })
             .filter(|r| r.matches_text(target))
             .max_by_key(|r| r.kind);
@@ -232,7 +232,7 @@ impl Engine {
     }
 }
 
-fn host_of(url: &str) -> Option<String> {
+pub(super) fn host_of(url: &str) -> Option<String> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))?;
