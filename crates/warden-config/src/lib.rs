@@ -19,7 +19,7 @@ mod settings;
 
 pub use docs::{json_schema, settings_markdown};
 pub use error::ConfigError;
-pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root};
+pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root, user_config_dir};
 pub use raw::RawSettings;
 pub use remember::{RuleList, remember_rule};
 pub use settings::{

@@ -38,12 +38,12 @@ impl Root {
 
 /// The standard roots, highest precedence first: the project's `.warden/skills`,
 /// `.agents/skills` and `.claude/skills` (a repository's own, not trusted until approved), then
-/// `extra` (from the settings, relative to the project root), then the user's
-/// `CONFIG/warden/skills` and the organisation's `/etc/warden/skills` (trusted).
-/// `trusted_extra` lists the extra roots to trust.
+/// `extra` (from the settings, relative to the project root), then the user's `skills` in
+/// `user_dir` (`~/.config/warden`) and the organisation's `org` (`/etc/warden/skills`), both
+/// trusted. `trusted_extra` lists the extra roots to trust.
 pub fn standard_roots(
     project_root: &Path,
-    config_home: Option<&Path>,
+    user_dir: Option<&Path>,
     org: &Path,
     extra: &[String],
     trusted_extra: &[String],
@@ -58,8 +58,8 @@ pub fn standard_roots(
         let trusted = trusted_extra.iter().any(|t| project_root.join(t) == path);
         roots.push(Root::new(path, "settings", trusted));
     }
-    if let Some(config) = config_home {
-        roots.push(Root::new(config.join("warden/skills"), "user", true));
+    if let Some(user) = user_dir {
+        roots.push(Root::new(user.join("skills"), "user", true));
     }
     roots.push(Root::new(org, "organisation", true));
     roots

@@ -11,7 +11,7 @@ fn roots() -> Vec<Root> {
     let base = fixtures();
     standard_roots(
         &base.join("project"),
-        Some(&base.join("user")),
+        Some(&base.join("user/warden")),
         &base.join("no-org"),
         &[],
         &[],

@@ -104,6 +104,17 @@ const MIGRATIONS: &[&str] = &[
         item TEXT NOT NULL,
         PRIMARY KEY (session_id, idx)
     ) STRICT;",
+    // 7: skills a person approved, each pinned to the hash of its whole directory: a change to
+    // any of its files asks again. Kept outside the project, so a repository cannot approve its
+    // own skills.
+    "CREATE TABLE skill_approvals (
+        dir TEXT NOT NULL,
+        tree_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        approved_at TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (dir, tree_hash)
+    ) STRICT;",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -285,7 +296,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 9);
+        assert_eq!(tables, 10);
     }
 
     #[test]

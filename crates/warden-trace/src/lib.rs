@@ -13,6 +13,7 @@ mod db;
 mod error;
 mod redact;
 mod row;
+mod skills;
 mod store;
 
 pub use agent::AgentSession;

@@ -43,7 +43,7 @@ impl LoadOptions {
 
 /// `$XDG_CONFIG_HOME/warden`, falling back to `$HOME/.config/warden` when `XDG_CONFIG_HOME`
 /// is unset, empty or relative (which the XDG spec says to ignore).
-fn user_config_dir() -> Option<PathBuf> {
+pub fn user_config_dir() -> Option<PathBuf> {
     let non_empty = |name: &str| env::var_os(name).filter(|value| !value.is_empty());
     let xdg = non_empty("XDG_CONFIG_HOME")
         .map(PathBuf::from)

@@ -235,12 +235,29 @@ merge_struct!(RawContextShares {
 pub struct RawSkills {
     /// Load skills at all. Default `true`.
     pub enabled: Option<bool>,
-    /// Extra directories searched for skills, relative to the project root unless absolute.
-    /// Default empty.
+    /// Extra directories searched for skills, relative to the project root unless absolute,
+    /// after the project's own (`.warden/skills`, `.agents/skills`, `.claude/skills`) and before
+    /// the user's and the organisation's. Default empty.
     pub roots: Option<Vec<String>>,
+    /// Extra roots whose skills load without a person's approval. The user's and the
+    /// organisation's roots are trusted; the project's are not (a cloned repository's skills
+    /// are approved once, pinned to the hash of their directory). Default empty.
+    pub trusted_roots: Option<Vec<String>>,
+    /// The share of the model's window the skill index may take, in percent. Default 2.
+    pub index_percent: Option<u32>,
+    /// A skill whose match for the task scores at least this is loaded without the model
+    /// asking (a trigger counts 2, a matching file glob 1.5, plus BM25 over its name and
+    /// description). Default 3.0; 0 turns automatic loading off.
+    pub auto_load_score: Option<f64>,
 }
 
-merge_struct!(RawSkills { enabled, roots });
+merge_struct!(RawSkills {
+    enabled,
+    roots,
+    trusted_roots,
+    index_percent,
+    auto_load_score
+});
 
 /// `[org]`: limits the organisation imposes. Only allowed in `/etc/warden/managed.toml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

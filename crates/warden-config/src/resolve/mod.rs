@@ -343,10 +343,22 @@ fn build_context(raw: RawContext) -> Context {
 }
 
 fn build_skills(raw: RawSkills) -> Skills {
-    let RawSkills { enabled, roots } = raw;
+    let RawSkills {
+        enabled,
+        roots,
+        trusted_roots,
+        index_percent,
+        auto_load_score,
+    } = raw;
+    let d = Skills::default();
     Skills {
-        enabled: enabled.unwrap_or(Skills::default().enabled),
+        enabled: enabled.unwrap_or(d.enabled),
         roots: list(roots),
+        trusted_roots: list(trusted_roots),
+        index_percent: index_percent.unwrap_or(d.index_percent).min(100),
+        auto_load_score: auto_load_score
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .unwrap_or(d.auto_load_score),
     }
 }
 

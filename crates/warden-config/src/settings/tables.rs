@@ -274,13 +274,19 @@ impl Default for ContextShares {
 }
 
 /// `[skills]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Skills {
     /// Default `true`.
     pub enabled: bool,
     /// Extra directories searched for skills. Default empty.
     pub roots: Vec<String>,
+    /// Extra roots trusted without approval. Default empty.
+    pub trusted_roots: Vec<String>,
+    /// The index's share of the window, in percent. Default 2.
+    pub index_percent: u32,
+    /// The match score that loads a skill by itself. Default 3.0; 0 is off.
+    pub auto_load_score: f64,
 }
 
 impl Default for Skills {
@@ -288,6 +294,9 @@ impl Default for Skills {
         Skills {
             enabled: true,
             roots: Vec::new(),
+            trusted_roots: Vec::new(),
+            index_percent: 2,
+            auto_load_score: 3.0,
         }
     }
 }
