@@ -11,11 +11,13 @@ mod extra;
 mod output;
 mod prompt;
 mod run;
+mod skills;
 mod state;
 
 pub use approve::{Answer, Approver, Question, Terminal};
 pub use output::{Human, JsonLines, Sink};
 pub use prompt::{INSTRUCTIONS_CAP, instructions, known, rules, system};
 pub use run::{Agent, Compacted, Interrupt, Status, Trigger, context, tool_defs, window};
+pub use skills::{ActiveSkill, layer as skills_layer};
 pub use state::{CommandRecord, State};
 pub use warden_protocol::Budgets;

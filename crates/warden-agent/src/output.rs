@@ -158,6 +158,21 @@ impl Sink for Human {
                 };
                 self.note(&line);
             }
+            "skill_loaded" => self.note(&format!(
+                "  skill {} loaded ({})",
+                short(&data["name"], 60),
+                short(&data["approval"], 40)
+            )),
+            "skill_unloaded" => self.note(&format!(
+                "  skill {} unloaded: {}",
+                short(&data["name"], 60),
+                short(&data["reason"], 60)
+            )),
+            "skill_not_loaded" => self.note(&format!(
+                "  skill {} not loaded: {}",
+                short(&data["name"], 60),
+                short(&data["why"], 200)
+            )),
             "retry" => self.note(&format!(
                 "  (the model provider failed: {}; retrying in {} ms)",
                 short(&data["why"], 200),

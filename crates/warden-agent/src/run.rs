@@ -135,10 +135,13 @@ pub struct Agent<'a> {
     pub saved_items: std::cell::Cell<usize>,
     /// Labels tool output as data and redacts secrets before the model sees it.
     pub shield: warden_context::Shield,
+    /// The skills found for this project (`None` when skills are off).
+    pub skills: Option<&'a warden_skills::Registry>,
 }
 
-/// The tools the model is offered: the registry's and the loop's own.
-pub fn tool_defs(registry: &Registry) -> Vec<ToolDef> {
+/// The tools the model is offered: the registry's and the loop's own (`Skill` when there are
+/// skills).
+pub fn tool_defs(registry: &Registry, skills: bool) -> Vec<ToolDef> {
     let mut defs: Vec<ToolDef> = registry
         .specs()
         .map(|s| ToolDef {
@@ -148,6 +151,9 @@ pub fn tool_defs(registry: &Registry) -> Vec<ToolDef> {
         })
         .collect();
     defs.extend(extra::defs());
+    if skills {
+        defs.push(crate::skills::def());
+    }
     defs
 }
 
@@ -159,11 +165,22 @@ pub fn context(
     tools: &[ToolDef],
     network: bool,
     model: &str,
+    skills: Option<&warden_skills::Registry>,
 ) -> (String, warden_context::Built) {
-    let rules = prompt::rules(settings, network);
-    let known = prompt::known(state);
     // Exact for the model's own encoding where warden has it, else calibrated estimates.
     let tokens = warden_context::Tokens::for_model(model, state.calibration);
+    let mut rules = prompt::rules(settings, network);
+    // The skill index and the loaded skills: rebuilt on every call, never cut.
+    let index_budget =
+        window(settings).saturating_mul(u64::from(settings.skills.index_percent)) / 100;
+    rules.push_str(&crate::skills::layer(
+        skills,
+        state,
+        &settings.project_root,
+        index_budget,
+        &|text: &str| tokens.count(text),
+    ));
+    let known = prompt::known(state);
     let tool_text = serde_json::to_string(tools).unwrap_or_default();
     let signals = signals(state);
     let built = warden_context::build(&warden_context::Input {
@@ -234,7 +251,10 @@ pub fn window(settings: &Settings) -> u64 {
 
 impl Agent<'_> {
     fn tool_defs(&self) -> Vec<ToolDef> {
-        tool_defs(self.registry)
+        tool_defs(
+            self.registry,
+            self.skills.is_some_and(|r| !r.skills.is_empty()),
+        )
     }
 
     /// Saves the state and the conversation items not saved yet.
@@ -299,13 +319,29 @@ impl Agent<'_> {
             tools,
             self.network,
             &self.client.spec().model,
+            self.skills,
         )
     }
 
     /// Runs until the model is done, a budget runs out, Ctrl-C, or an error.
     pub async fn run(&mut self, state: &mut State) -> Status {
         let started = Instant::now();
+        // Skills still active from before (a resumed task) narrow again; a new request may call
+        // for one by itself.
+        if let Err(why) = self.apply_narrowings(state) {
+            return Status::Error(why);
+        }
+        if state
+            .items
+            .last()
+            .is_some_and(|i| matches!(i, Item::User { .. }))
+        {
+            self.auto_load(state);
+        }
         let status = self.turns(state, started).await;
+        if status == Status::Finished {
+            self.unload_all(state);
+        }
         state.elapsed_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
         let _ = self.save(state, status.as_str());
         let mut data = json!({
@@ -627,6 +663,11 @@ impl Agent<'_> {
             );
             if call.name == UPDATE_PLAN {
                 let answer = args.and_then(|a| extra::update_plan(state, &a));
+                prepared.push(Prepared::Answered(call.clone(), answer));
+                continue;
+            }
+            if call.name == crate::skills::SKILL {
+                let answer = args.and_then(|a| self.skill_call(state, &a));
                 prepared.push(Prepared::Answered(call.clone(), answer));
                 continue;
             }

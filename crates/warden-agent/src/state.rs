@@ -46,6 +46,11 @@ pub struct State {
     /// The window the last model call was built for (a switch to a smaller one compacts).
     #[serde(default)]
     pub window: Option<u64>,
+    /// Skills active now, in the order they were loaded: their instructions are a layer of
+    /// every call and they narrow what may be done, until the task ends or the model unloads
+    /// them.
+    #[serde(default)]
+    pub skills: Vec<crate::skills::ActiveSkill>,
 }
 
 /// A command the run executed.

@@ -59,6 +59,45 @@ pub enum Command {
     /// Hand a saved run to another agent: all of it becomes the nine-section handoff summary,
     /// printed, and the run goes on from it.
     Handoff(Box<CompactArgs>),
+    /// The skills found for this project: list, show, match a task, validate, approve.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every skill found, in precedence order, and the problems found.
+    List {
+        /// Print JSON: the skills and the problems.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One skill: its metadata and its instructions.
+    Show {
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rank the skills for a task, with scores and why.
+    Match {
+        goal: String,
+        /// A file the task touches, relative to the project root (repeatable).
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<String>,
+        /// Print JSON: the ranked skills with their scores, and the problems.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lint a skill directory: frontmatter, name and directory, referenced files, scripts.
+    Validate {
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a skill of an untrusted root ahead of a run, pinned to the hash of its files.
+    Approve { name: String },
 }
 
 /// What `warden run` and `warden resume` share.

@@ -7,6 +7,7 @@ mod cli;
 mod policy;
 mod sandbox;
 mod session;
+mod skills;
 mod support;
 mod trace;
 mod undo;

@@ -36,7 +36,11 @@ impl TraceStore {
     }
 
     /// When the skill in `dir` was approved with its files as they hash to `tree_hash`.
-    pub fn skill_approval(&self, dir: &Path, tree_hash: &str) -> Result<Option<String>, TraceError> {
+    pub fn skill_approval(
+        &self,
+        dir: &Path,
+        tree_hash: &str,
+    ) -> Result<Option<String>, TraceError> {
         self.conn()
             .query_row(
                 "SELECT approved_at FROM skill_approvals WHERE dir = ?1 AND tree_hash = ?2",
@@ -58,9 +62,15 @@ mod tests {
         let store = TraceStore::open(&tmp.path().join("trace.db")).unwrap();
         let dir = Path::new("/p/.warden/skills/x");
         assert_eq!(store.skill_approval(dir, "aa").unwrap(), None);
-        store.approve_skill(dir, "x", "aa", &SessionId::new()).unwrap();
+        store
+            .approve_skill(dir, "x", "aa", &SessionId::new())
+            .unwrap();
         assert!(store.skill_approval(dir, "aa").unwrap().is_some());
-        assert_eq!(store.skill_approval(dir, "bb").unwrap(), None, "changed: ask again");
+        assert_eq!(
+            store.skill_approval(dir, "bb").unwrap(),
+            None,
+            "changed: ask again"
+        );
         assert_eq!(store.skill_approval(Path::new("/q"), "aa").unwrap(), None);
     }
 }

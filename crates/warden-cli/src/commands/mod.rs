@@ -5,6 +5,7 @@ mod exec;
 mod policy;
 mod repl;
 mod run;
+mod skills;
 mod tool;
 mod trace;
 mod undo;
@@ -33,6 +34,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Sessions(args) => run::sessions(&args),
         Command::Compact(args) => run::compact(dir, &args, false),
         Command::Handoff(args) => run::compact(dir, &args, true),
+        Command::Skills(command) => skills::run(dir, &command),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }

@@ -58,7 +58,10 @@ pub(super) fn session(
                 Err(why) => note(&format!("warden: {why}")),
             },
             "/context" => {
-                let tools = warden_agent::tool_defs(agent.registry);
+                let tools = warden_agent::tool_defs(
+                    agent.registry,
+                    agent.skills.is_some_and(|r| !r.skills.is_empty()),
+                );
                 let (_, built) = agent.context(state, &tools);
                 print_report(&built.report);
             }

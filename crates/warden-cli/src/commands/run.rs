@@ -272,6 +272,7 @@ fn start(
         engine.allow_for_session(rule).map_err(CliError::failure)?;
     }
     let store = open_trace()?;
+    let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let terminal = Terminal;
@@ -325,6 +326,7 @@ fn start(
         max_output_tokens: MAX_OUTPUT_TOKENS,
         saved_items: std::cell::Cell::new(saved_items),
         shield: warden_context::Shield::from_env(std::env::vars()),
+        skills: skills.as_ref(),
     };
     let exit = match mode {
         Mode::Compact(trigger) => {
@@ -436,10 +438,15 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
     let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
     let settings = load_settings_with(dir, raw).map_err(|e| CliError::usage(e.error))?;
     let registry = Registry::builtin().map_err(CliError::failure)?;
-    let tools = warden_agent::tool_defs(&registry);
+    let skills = super::skills::registry(&settings);
+    let tools = warden_agent::tool_defs(
+        &registry,
+        skills.as_ref().is_some_and(|r| !r.skills.is_empty()),
+    );
     let network = settings.sandbox.network.mode == "on";
     let model = header.model.rsplit('/').next().unwrap_or(&header.model);
-    let (_, built) = warden_agent::context(&settings, &state, &tools, network, model);
+    let (_, built) =
+        warden_agent::context(&settings, &state, &tools, network, model, skills.as_ref());
     let report = &built.report;
     if args.json {
         let mut value = json!(report);

@@ -196,6 +196,16 @@ impl Engine {
         Part::new(outcome, RiskLevel::L3, reason, PolicyLayer::Mode)
     }
 
+    /// The strictest `Skill(…)` rule for loading the skill `name`, and its text: a deny keeps
+    /// it out, an ask puts it to a person, an allow loads it without asking.
+    pub fn skill_rule(&self, name: &str) -> Option<(RuleKind, &str)> {
+        self.rules
+            .iter()
+            .filter(|r| r.tool == RuleTool::Skill && r.matches_text(name))
+            .max_by_key(|r| r.kind)
+            .map(|r| (r.kind, r.text()))
+    }
+
     pub(super) fn custom(&self, name: &str, target: &str, trail: &mut Trail) -> Part {
         trail.note(PolicyLayer::HardBlock, || {
             "not a command: nothing to block".to_owned()
