@@ -370,6 +370,9 @@ impl Agent<'_> {
             .map(|s| self.narrowing_of(s))
             .collect::<Result<Vec<_>, _>>()?;
         Arc::make_mut(&mut self.engine).set_narrowings(list);
+        if let Ok(mut dirs) = self.ctx.skill_dirs.write() {
+            *dirs = state.skills.iter().map(|s| s.path.clone().into()).collect();
+        }
         Ok(())
     }
 

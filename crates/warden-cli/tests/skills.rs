@@ -425,3 +425,53 @@ fn the_skills_commands_list_show_match_and_validate() {
     assert_eq!(invalid.json()["valid"], false);
     assert_eq!(p.run(&["skills", "validate", "/no/such/dir"]).code, 2);
 }
+
+#[test]
+fn the_scripts_of_an_active_skill_run_where_it_is_installed() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let dir = skill(
+        &p,
+        true,
+        "greeter",
+        "description: Greets.",
+        "Run scripts/hello.sh.",
+    );
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("scripts/hello.sh"),
+        "#!/bin/sh\necho hello-from-the-skill\n",
+    )
+    .unwrap();
+    let script = dir.join("scripts/hello.sh").display().to_string();
+    let command = format!("sh {script}");
+    let replies = |load: bool| {
+        let mut list = Vec::new();
+        if load {
+            list.push(call("s", "Skill", &json!({"name": "greeter"})));
+        }
+        list.push(call("b", "bash", &json!({"command": command})));
+        list.push(openai::text("Done.").fast());
+        FakeProvider::start(list)
+    };
+    // Not loaded: the home directory is hidden, so the script is not there for the command.
+    let without = replies(false);
+    let out = run(&p, &without, &["--allow", "Bash(sh *)"], "greet");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let hidden = result_for(&without, "b");
+    assert!(
+        !hidden.contains("hello-from-the-skill") && !hidden.contains("\"exitCode\":0"),
+        "{hidden}"
+    );
+    // Loaded: its directory is readable to commands, and the script runs.
+    let with = replies(true);
+    let out = run(&p, &with, &["--allow", "Bash(sh *)"], "greet");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ran = result_for(&with, "b");
+    assert!(
+        ran.contains("hello-from-the-skill") && ran.contains("\"exitCode\":0"),
+        "{ran}"
+    );
+}

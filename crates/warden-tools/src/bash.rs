@@ -84,6 +84,12 @@ impl Tool for Bash {
         let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
             .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
         request.workspace.clone_from(workspace);
+        // The directories of active skills, read-only: their scripts run where they are.
+        if let Ok(dirs) = ctx.skill_dirs.read() {
+            for dir in dirs.iter().filter(|d| !d.starts_with(workspace)) {
+                request.allow_read.push(dir.clone());
+            }
+        }
         if ctx.network_once.load(std::sync::atomic::Ordering::SeqCst) {
             request.network = true;
         }

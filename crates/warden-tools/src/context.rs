@@ -96,6 +96,10 @@ pub struct ToolContext {
     /// The next shell command runs with the network on: an escalation a person approved for
     /// that one call.
     pub network_once: std::sync::atomic::AtomicBool,
+    /// Directories shell commands may also read: those of the skills active now, so that their
+    /// scripts can run wherever the skill is installed. Read-only; the policy still decides
+    /// each command.
+    pub skill_dirs: std::sync::RwLock<Vec<PathBuf>>,
 }
 
 impl ToolContext {
@@ -130,6 +134,7 @@ impl ToolContext {
             sandbox_helper: None,
             jobs: Jobs::default(),
             network_once: std::sync::atomic::AtomicBool::new(false),
+            skill_dirs: std::sync::RwLock::default(),
         })
     }
 }
