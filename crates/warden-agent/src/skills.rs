@@ -285,18 +285,14 @@ impl Agent<'_> {
             .store
             .skill_approval(&skill.path, tree_hash)
             .map_err(|e| e.to_string())?;
-        let ask = match rule {
-            Some(RuleKind::Ask) => true,
-            Some(RuleKind::Allow) => false,
-            _ => !skill.trusted && approved_before.is_none(),
-        };
+        // An allow rule does not stand in for the approval: the project's own settings could
+        // hold one.
+        let ask = rule == Some(RuleKind::Ask) || (!skill.trusted && approved_before.is_none());
         if !ask {
             return Ok(if skill.trusted {
                 "trusted root"
-            } else if approved_before.is_some() {
-                "approved before, same files"
             } else {
-                "allowed by a rule"
+                "approved before, same files"
             });
         }
         let why = format!(
@@ -376,8 +372,9 @@ impl Agent<'_> {
         Ok(())
     }
 
-    /// Loads the best-matching skill for the latest request when it scores at least the
-    /// settings' `auto_load_score`.
+    /// Loads the best-matching skill for the latest request when one of its triggers or file
+    /// globs matched and it scores at least the settings' `auto_load_score`. A match on words of
+    /// a description alone is left to the model, which sees the index.
     pub(crate) fn auto_load(&mut self, state: &mut State) {
         let threshold = self.settings.skills.auto_load_score;
         let Some(registry) = self.skills else {
@@ -387,7 +384,11 @@ impl Agent<'_> {
             return;
         }
         let ranked = registry.rank(latest_request(state), &files_of(state));
-        let Some(best) = ranked.first().filter(|r| r.score >= threshold) else {
+        let Some(best) = ranked
+            .iter()
+            .find(|r| r.declared)
+            .filter(|r| r.score >= threshold)
+        else {
             return;
         };
         if state.skills.iter().any(|s| s.name == best.name) {

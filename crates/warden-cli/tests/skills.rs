@@ -153,7 +153,12 @@ fn an_untrusted_skill_is_approved_once_per_hash_of_its_files() {
             openai::text("Done.").fast(),
         ])
     };
-    // From the project's root, nobody to ask: not loaded, and the model is told why.
+    // From the project's root, nobody to ask: not loaded, and the model is told why. The
+    // project's own settings cannot wave it through.
+    p.write(
+        ".warden/settings.toml",
+        "[permissions]\nallow = [\"Skill(*)\"]\n",
+    );
     let server = load();
     let refused = run(&p, &server, &[], "deploy");
     assert_eq!(refused.code, 0, "{}", refused.stderr);

@@ -139,6 +139,9 @@ pub struct Ranked {
     pub score: f64,
     /// Why: `trigger "release"`, `file CHANGELOG.md matches CHANGELOG.md`, `bm25 1.42`.
     pub reasons: Vec<String>,
+    /// One of the skill's own `triggers` or `file_globs` matched, not only words of its
+    /// description.
+    pub declared: bool,
     #[serde(skip)]
     pub index: usize,
 }
@@ -176,6 +179,7 @@ impl Registry {
                 name: self.skills[i].meta.name.to_string(),
                 score: 0.0,
                 reasons: Vec::new(),
+                declared: false,
                 index: i,
             });
         };
@@ -185,6 +189,7 @@ impl Registry {
                     entry(&mut ranked, i);
                     if let Some(r) = ranked.get_mut(&i) {
                         r.score += TRIGGER;
+                        r.declared = true;
                         r.reasons.push(format!("trigger {trigger:?}"));
                     }
                 }

@@ -105,6 +105,25 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
             let origin = crate::error::location(&path, line, line.map(|_| 1));
             return Err(org_outside_managed(origin, opts));
         }
+        // A project cannot trust its own skills: its files come with the repository.
+        if matches!(layer, Layer::Project | Layer::Local)
+            && raw
+                .skills
+                .as_ref()
+                .is_some_and(|s| s.trusted_roots.is_some())
+        {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with("trusted_roots"))
+                .map(|i| i + 1);
+            return Err(ConfigError::Value {
+                origin: crate::error::location(&path, line, line.map(|_| 1)),
+                key: "skills.trusted_roots".to_owned(),
+                message: "may only be set in the user's settings or the managed file: the \
+                          project's own files cannot make its skills trusted"
+                    .to_owned(),
+            });
+        }
         layers.push((Origin::File(path.clone()), raw));
         sources.push(SettingsSource { layer, path });
     }

@@ -350,3 +350,25 @@ fn a_full_file_parses() {
     let permissions = raw.permissions.unwrap_or_default();
     assert_eq!(permissions.mode, Some(PermissionMode::AcceptEdits));
 }
+
+#[test]
+fn a_project_cannot_trust_its_own_skills() {
+    for layer in [Layer::Local, Layer::Project] {
+        let fx = Fixture::new();
+        let path = fx.write(
+            layer,
+            "[skills]\nroots = [\"s\"]\ntrusted_roots = [\"s\"]\n",
+        );
+        let err = fx.load().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}:3:1: skills.trusted_roots:", path.display())),
+            "{err}"
+        );
+    }
+    for layer in [Layer::User, Layer::Managed] {
+        let fx = Fixture::new();
+        fx.write(layer, "[skills]\ntrusted_roots = [\"vendor/skills\"]\n");
+        let settings = fx.load().unwrap();
+        assert_eq!(settings.skills.trusted_roots, ["vendor/skills"]);
+    }
+}

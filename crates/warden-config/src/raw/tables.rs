@@ -241,13 +241,14 @@ pub struct RawSkills {
     pub roots: Option<Vec<String>>,
     /// Extra roots whose skills load without a person's approval. The user's and the
     /// organisation's roots are trusted; the project's are not (a cloned repository's skills
-    /// are approved once, pinned to the hash of their directory). Default empty.
+    /// are approved once, pinned to the hash of their directory). Only the user's settings and
+    /// the managed file may set this. Default empty.
     pub trusted_roots: Option<Vec<String>>,
     /// The share of the model's window the skill index may take, in percent. Default 2.
     pub index_percent: Option<u32>,
-    /// A skill whose match for the task scores at least this is loaded without the model
-    /// asking (a trigger counts 2, a matching file glob 1.5, plus BM25 over its name and
-    /// description). Default 3.0; 0 turns automatic loading off.
+    /// A skill one of whose triggers or file globs matches the task, and whose score reaches
+    /// this, is loaded without the model asking (a trigger counts 2, a matching file glob 1.5,
+    /// plus BM25 over its name and description). Default 2.0; 0 turns automatic loading off.
     pub auto_load_score: Option<f64>,
 }
 

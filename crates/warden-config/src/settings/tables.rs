@@ -285,7 +285,8 @@ pub struct Skills {
     pub trusted_roots: Vec<String>,
     /// The index's share of the window, in percent. Default 2.
     pub index_percent: u32,
-    /// The match score that loads a skill by itself. Default 3.0; 0 is off.
+    /// The match score that loads a skill by itself (with a trigger or glob matched). Default
+    /// 2.0; 0 is off.
     pub auto_load_score: f64,
 }
 
@@ -296,7 +297,7 @@ impl Default for Skills {
             roots: Vec::new(),
             trusted_roots: Vec::new(),
             index_percent: 2,
-            auto_load_score: 3.0,
+            auto_load_score: 2.0,
         }
     }
 }
