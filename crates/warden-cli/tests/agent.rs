@@ -7,33 +7,10 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, anthropic, openai};
 
-use crate::support::{Project, Run, finish, on_a_terminal, sandbox_available};
-
-/// `warden run --json` against `server` (OpenAI-compatible), with `extra` flags.
-fn warden_run(p: &Project, server: &FakeProvider, extra: &[&str], prompt: &str) -> Run {
-    let base = format!("{}/v1", server.url());
-    let mut args = vec![
-        "run",
-        "--json",
-        "--model",
-        "openai/test-model",
-        "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    p.run(&args)
-}
+use crate::support::{Project, Run, finish, of_kind, on_a_terminal, sandbox_available, warden_run};
 
 fn events(run: &Run) -> Vec<Value> {
-    run.stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["event"] == kind).collect()
+    crate::support::events(&run.stdout)
 }
 
 fn finished(events: &[Value]) -> &Value {

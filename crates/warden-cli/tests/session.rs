@@ -8,17 +8,10 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, openai};
 
-use crate::support::{Project, finish, in_a_session};
+use crate::support::{Project, events, finish, in_a_session};
 
 fn read(id: &str, path: &str) -> Reply {
     openai::calls("", &[Call::new(id, "readFile", &json!({"path": path}))], 20).fast()
-}
-
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 /// The summariser of these tests keeps the headings and drops every identifier.
@@ -196,17 +189,7 @@ fn a_handoff_prints_the_whole_run_as_a_summary_that_keeps_every_identifier() {
     // All of it but the task, the last answer too.
     assert_eq!(out["messages"], 7);
     let sections = out["sections"].as_object().unwrap();
-    for heading in [
-        "Goal",
-        "Constraints",
-        "Progress",
-        "Decisions",
-        "Files And Symbols",
-        "Tool Evidence",
-        "Open Questions",
-        "Remaining Work",
-        "Risks",
-    ] {
+    for heading in warden_context::compaction::SECTIONS {
         assert!(sections.contains_key(heading), "{heading}: {out}");
     }
     let files = sections["Files And Symbols"].as_str().unwrap();

@@ -5,18 +5,9 @@
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, openai};
 
-use crate::support::{Project, on_a_terminal, sandbox_available};
-
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["event"] == kind).collect()
-}
+use crate::support::{
+    Project, events, of_kind, on_a_terminal, sandbox_available, warden_run as run,
+};
 
 fn call(id: &str, name: &str, args: &Value) -> Reply {
     openai::calls("", &[Call::new(id, name, args)], 30).fast()
@@ -36,21 +27,6 @@ fn skill(p: &Project, user: bool, name: &str, frontmatter: &str, body: &str) -> 
     )
     .unwrap();
     dir
-}
-
-fn run(p: &Project, server: &FakeProvider, extra: &[&str], prompt: &str) -> crate::support::Run {
-    let base = format!("{}/v1", server.url());
-    let mut args = vec![
-        "run",
-        "--json",
-        "--model",
-        "openai/test-model",
-        "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    p.run(&args)
 }
 
 /// The result the model was sent for call `id`, in the last request.

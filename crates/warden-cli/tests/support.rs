@@ -75,6 +75,40 @@ impl Project {
     }
 }
 
+/// `warden run --json` against a scripted provider (OpenAI-compatible), with `extra` flags.
+pub(crate) fn warden_run(
+    p: &Project,
+    server: &warden_fake_provider::FakeProvider,
+    extra: &[&str],
+    prompt: &str,
+) -> Run {
+    let base = format!("{}/v1", server.url());
+    let mut args = vec![
+        "run",
+        "--json",
+        "--model",
+        "openai/test-model",
+        "--base-url",
+        &base,
+    ];
+    args.extend_from_slice(extra);
+    args.push(prompt);
+    p.run(&args)
+}
+
+/// The JSON events a `--json` run printed.
+pub(crate) fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The events of one kind.
+pub(crate) fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
 pub(crate) fn finish(output: &Output) -> Run {
     Run {
         code: output.status.code().unwrap_or(-1),
