@@ -8,7 +8,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, openai};
 
-use crate::support::{Project, events, finish, in_a_session};
+use crate::support::{Project, events, finish, in_a_session, warden_run};
 
 fn read(id: &str, path: &str) -> Reply {
     openai::calls("", &[Call::new(id, "readFile", &json!({"path": path}))], 20).fast()
@@ -168,15 +168,7 @@ fn a_handoff_prints_the_whole_run_as_a_summary_that_keeps_every_identifier() {
     ])
     .answering("handoff summaries", lossy_summary());
     let base = format!("{}/v1", server.url());
-    let run = p.run(&[
-        "run",
-        "--json",
-        "--model",
-        "openai/test-model",
-        "--base-url",
-        &base,
-        "read the parts",
-    ]);
+    let run = warden_run(&p, &server, &[], "read the parts");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let id = events(&run.stdout)[0]["sessionId"]
         .as_str()

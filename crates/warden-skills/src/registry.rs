@@ -252,16 +252,21 @@ impl Registry {
         self.skills.iter().find(|s| s.meta.name.as_str() == name)
     }
 
-    /// The skill, read again: its metadata, its instructions and its hash as they are now.
-    pub fn load(&self, name: &str) -> Result<Loaded, SkillError> {
-        let found = self.get(name).ok_or_else(|| SkillError::Unknown {
+    /// The skill called `name`, or an error listing the ones there are.
+    fn find(&self, name: &str) -> Result<&Skill, SkillError> {
+        self.get(name).ok_or_else(|| SkillError::Unknown {
             name: name.to_owned(),
             known: self
                 .skills
                 .iter()
                 .map(|s| s.meta.name.to_string())
                 .collect(),
-        })?;
+        })
+    }
+
+    /// The skill, read again: its metadata, its instructions and its hash as they are now.
+    pub fn load(&self, name: &str) -> Result<Loaded, SkillError> {
+        let found = self.find(name)?;
         let root = Root {
             path: found.root_path.clone(),
             label: found.root.clone(),
@@ -281,14 +286,7 @@ impl Registry {
 
     /// A file of the skill (`references/api.md`): inside its directory, text, at most 256 KiB.
     pub fn read_file(&self, name: &str, relative: &str) -> Result<String, SkillError> {
-        let skill = self.get(name).ok_or_else(|| SkillError::Unknown {
-            name: name.to_owned(),
-            known: self
-                .skills
-                .iter()
-                .map(|s| s.meta.name.to_string())
-                .collect(),
-        })?;
+        let skill = self.find(name)?;
         let outside = || SkillError::Outside {
             name: name.to_owned(),
             path: relative.to_owned(),
