@@ -18,6 +18,6 @@ pub use approve::{Answer, Approver, Question, Terminal};
 pub use output::{Human, JsonLines, Sink};
 pub use prompt::{INSTRUCTIONS_CAP, instructions, known, rules, system};
 pub use run::{Agent, Compacted, Interrupt, Status, Trigger, context, tool_defs, window};
-pub use skills::{ActiveSkill, layer as skills_layer};
-pub use state::{CommandRecord, State};
+pub use skills::layer as skills_layer;
+pub use state::{ActiveSkill, CommandRecord, State};
 pub use warden_protocol::Budgets;

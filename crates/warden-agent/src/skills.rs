@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use warden_policy::{Narrowing, RuleKind};
 use warden_protocol::Decision;
@@ -16,33 +16,12 @@ use warden_tools::OnAsk;
 
 use crate::approve::{Answer, Question};
 use crate::run::Agent;
-use crate::state::State;
+use crate::state::{ActiveSkill, State};
 
 /// The tool's name.
 pub(crate) const SKILL: &str = "Skill";
 /// The most bytes of a skill's instructions put into the prompt.
 const BODY_CAP: usize = 16 * 1024;
-
-/// A skill active in a run: what was loaded, as it was approved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActiveSkill {
-    pub name: String,
-    pub version: Option<String>,
-    /// SHA-256 of its `SKILL.md`.
-    pub hash: String,
-    /// SHA-256 of its whole directory.
-    pub tree_hash: String,
-    pub path: String,
-    /// Its instructions, as loaded.
-    pub body: String,
-    pub allowed_tools: Option<Vec<String>>,
-    pub network: Option<bool>,
-    pub write_paths: Option<Vec<String>>,
-    pub scripts: Option<bool>,
-    /// `model` (the Skill tool) or `auto` (a strong match for the task).
-    pub by: String,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -50,7 +50,7 @@ pub struct State {
     /// every call and they narrow what may be done, until the task ends or the model unloads
     /// them.
     #[serde(default)]
-    pub skills: Vec<crate::skills::ActiveSkill>,
+    pub skills: Vec<ActiveSkill>,
 }
 
 /// A command the run executed.
@@ -59,4 +59,25 @@ pub struct State {
 pub struct CommandRecord {
     pub command: String,
     pub exit_code: Option<i64>,
+}
+
+/// A skill active in a run: what was loaded, as it was approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveSkill {
+    pub name: String,
+    pub version: Option<String>,
+    /// SHA-256 of its `SKILL.md`.
+    pub hash: String,
+    /// SHA-256 of its whole directory.
+    pub tree_hash: String,
+    pub path: String,
+    /// Its instructions, as loaded.
+    pub body: String,
+    pub allowed_tools: Option<Vec<String>>,
+    pub network: Option<bool>,
+    pub write_paths: Option<Vec<String>>,
+    pub scripts: Option<bool>,
+    /// `model` (the Skill tool) or `auto` (a strong match for the task).
+    pub by: String,
 }
