@@ -1,0 +1,237 @@
+//! The HTTP side of the proxy: `CONNECT` opens a tunnel, an absolute-form `http://` request is
+//! forwarded as origin-form to the address checked, with its `Host` held against its URL.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::net::TcpStream;
+
+use crate::host::{Host, split_port};
+use crate::server::{Record, Shared, record};
+use crate::tunnel::{Counted, tunnel};
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+fn text(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(format!("warden: {message}\n")))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = status;
+    // A refused client has nothing more to say on this connection.
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    if let Ok(value) = hyper::header::HeaderValue::from_str(&message.replace(['\r', '\n'], " ")) {
+        response.headers_mut().insert("x-warden-denied", value);
+    }
+    response
+}
+
+pub(crate) async fn http_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if req.method() == Method::CONNECT {
+        return connect_request(shared, req).await;
+    }
+    forward_request(shared, req).await
+}
+
+/// `CONNECT host:port`: decided, connected, then a tunnel whose TLS server name must be the host.
+async fn connect_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let authority = req
+        .uri()
+        .authority()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let Ok((raw_host, Some(port))) = split_port(&authority) else {
+        let why = "CONNECT needs host:port";
+        shared.record(record("connect", &authority, 0).because(why));
+        return text(StatusCode::BAD_REQUEST, why);
+    };
+    let raw_host = raw_host.to_owned();
+    let mut rec = record("connect", &raw_host, port);
+    rec.method = Some("CONNECT".to_owned());
+    let host = match Host::parse(&raw_host) {
+        Ok(host) => host,
+        Err(e) => {
+            rec.reason = e.to_string();
+            shared.record(rec);
+            return text(StatusCode::BAD_REQUEST, &e.to_string());
+        }
+    };
+    rec.host = host.to_string();
+    let (addr, rule) = match shared.decide(&host, port).await {
+        Ok(found) => found,
+        Err(why) => {
+            shared.record(rec.because(&why));
+            return text(StatusCode::FORBIDDEN, &why);
+        }
+    };
+    rec.ip = Some(addr.ip());
+    let upstream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => {
+            rec.reason = format!("{rule}; connecting to {addr} failed: {e}");
+            rec.decision = "allow";
+            shared.record(rec);
+            return text(
+                StatusCode::BAD_GATEWAY,
+                &format!("connecting to {addr}: {e}"),
+            );
+        }
+    };
+    let _ = upstream.set_nodelay(true);
+    tokio::spawn(async move {
+        let Ok(upgraded) = hyper::upgrade::on(req).await else {
+            return;
+        };
+        let client = hyper_util::rt::TokioIo::new(upgraded);
+        tunnel(shared, client, upstream, host, rule, rec).await;
+    });
+    Response::new(
+        http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed(),
+    )
+}
+
+#[allow(clippy::too_many_lines)]
+/// An absolute-form request (`GET http://host/path`): its `Host` must be the URI's host; then
+/// it goes to the checked address, as origin-form, and the answer comes back.
+async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Response<Body> {
+    let uri = req.uri().clone();
+    let mut rec = record(
+        "http",
+        uri.host().unwrap_or(""),
+        uri.port_u16().unwrap_or(80),
+    );
+    rec.method = Some(req.method().to_string());
+    rec.authorization = req.headers().contains_key(hyper::header::AUTHORIZATION);
+    rec.cookie = req.headers().contains_key(hyper::header::COOKIE);
+    let deny = |shared: &Shared, rec: Record, status, why: String| {
+        shared.record(rec.because(&why));
+        text(status, &why)
+    };
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(other) => {
+            return deny(
+                &shared,
+                rec,
+                StatusCode::BAD_REQUEST,
+                format!("{other}:// through the proxy goes by CONNECT; only http:// is forwarded"),
+            );
+        }
+        None => {
+            return deny(
+                &shared,
+                rec,
+                StatusCode::BAD_REQUEST,
+                "not a proxy request: give the whole URL (absolute form)".to_owned(),
+            );
+        }
+    }
+    let Some(authority) = uri.authority() else {
+        return deny(
+            &shared,
+            rec,
+            StatusCode::BAD_REQUEST,
+            "the URL names no host".to_owned(),
+        );
+    };
+    let host = match Host::parse(
+        authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']'),
+    )
+    .or_else(|_| Host::parse(authority.host()))
+    {
+        Ok(host) => host,
+        Err(e) => return deny(&shared, rec, StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    rec.host = host.to_string();
+    let port = authority.port_u16().unwrap_or(80);
+    // The Host header must name what the URI names: no asking one host for another's pages.
+    let header = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(header) = header {
+        let same = split_port(&header).ok().is_some_and(|(h, p)| {
+            Host::parse(h).is_ok_and(|h| h == host) && p.unwrap_or(80) == port
+        });
+        if !same {
+            return deny(
+                &shared,
+                rec,
+                StatusCode::BAD_REQUEST,
+                format!("the Host header {header:?} is not the URL's host {host}:{port}"),
+            );
+        }
+    }
+    let (addr, rule) = match shared.decide(&host, port).await {
+        Ok(found) => found,
+        Err(why) => return deny(&shared, rec, StatusCode::FORBIDDEN, why),
+    };
+    rec.ip = Some(addr.ip());
+    let upstream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => {
+            rec.decision = "allow";
+            let why = format!("connecting to {addr}: {e}");
+            rec.reason = format!("{rule}; {why}");
+            shared.record(rec);
+            return text(StatusCode::BAD_GATEWAY, &why);
+        }
+    };
+    let counted = Counted::new(upstream);
+    let (up, down) = (Arc::clone(&counted.up), Arc::clone(&counted.down));
+    let Ok((mut sender, conn)) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(counted)).await
+    else {
+        return deny(
+            &shared,
+            rec,
+            StatusCode::BAD_GATEWAY,
+            "the upstream connection failed".to_owned(),
+        );
+    };
+    // Origin-form upstream, without the proxy's own headers.
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    *req.uri_mut() = path.parse().unwrap_or_default();
+    for name in ["proxy-authorization", "proxy-connection"] {
+        req.headers_mut().remove(name);
+    }
+    // The connection is driven while the request is sent and its answer streams back.
+    let driver = tokio::spawn(conn);
+    let response = sender.send_request(req).await;
+    rec.decision = "allow";
+    rec.reason = rule;
+    match response {
+        Ok(response) => {
+            rec.status = Some(response.status().as_u16());
+            let finished = Arc::clone(&shared);
+            tokio::spawn(async move {
+                let _ = driver.await;
+                rec.bytes_up = up.load(Ordering::Relaxed);
+                rec.bytes_down = down.load(Ordering::Relaxed);
+                finished.record(rec);
+            });
+            response.map(BodyExt::boxed)
+        }
+        Err(e) => {
+            rec.reason = format!("{}; the upstream failed: {e}", rec.reason);
+            shared.record(rec);
+            text(
+                StatusCode::BAD_GATEWAY,
+                &format!("the upstream failed: {e}"),
+            )
+        }
+    }
+}

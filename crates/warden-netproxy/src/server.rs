@@ -1,0 +1,326 @@
+//! The proxy itself: one thread with its own runtime, serving listeners handed to it (each the
+//! listening socket of one sandbox's network namespace). A connection is SOCKS5 if its first
+//! byte says so, else HTTP: absolute-form requests are forwarded, `CONNECT` opens a tunnel.
+//! Every target is decided by the policy, resolved here, checked again by address, and
+//! connected to at exactly the address checked; a tunnel to TLS must ask for the server name it
+//! asked the proxy for. Every connection ends in a [`Record`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio::net::TcpStream;
+
+use crate::host::{Entry, Host};
+use crate::policy::{NetPolicy, Verdict};
+
+/// How names are resolved.
+#[derive(Debug, Clone, Default)]
+pub enum Resolver {
+    /// The system's resolver.
+    #[default]
+    System,
+    /// Only these names, to these addresses (tests: never `/etc/hosts`, never the network).
+    Fixed(Vec<(String, Vec<IpAddr>)>),
+}
+
+impl Resolver {
+    async fn resolve(&self, name: &str, port: u16) -> Vec<IpAddr> {
+        match self {
+            Self::System => tokio::net::lookup_host((name, port))
+                .await
+                .map(|addrs| addrs.map(|a| a.ip()).collect())
+                .unwrap_or_default(),
+            Self::Fixed(map) => map
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, ips)| ips.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A person's answer about a host the allowlist does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Deny,
+    /// This connection only.
+    Once,
+    /// This host and port for the rest of the run.
+    Session,
+    /// Also kept by the asker (a rule written to the settings).
+    Always,
+}
+
+/// Who is asked about an unlisted host: blocking, on a thread of its own.
+pub type Ask = Arc<dyn Fn(&str, u16) -> Answer + Send + Sync>;
+
+/// What the proxy did with one connection (or one forwarded request).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// Milliseconds since the Unix epoch, when it was decided.
+    pub time_ms: u64,
+    /// `http`, `connect` or `socks`.
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    pub host: String,
+    pub port: u16,
+    /// The address connected to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<IpAddr>,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// The entry that allowed it, or why it was refused.
+    pub reason: String,
+    /// The server name a TLS client asked for, when it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    /// The HTTP status, where the proxy saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// An `Authorization` header was present (its value is never kept).
+    pub authorization: bool,
+    /// A `Cookie` header was present (its value is never kept).
+    pub cookie: bool,
+}
+
+/// Where records go.
+pub type Sink = Arc<dyn Fn(Record) + Send + Sync>;
+
+/// How the proxy is set up.
+#[derive(Clone)]
+pub struct Config {
+    pub policy: NetPolicy,
+    pub resolver: Resolver,
+    /// Asked about unlisted hosts; without one they are refused.
+    pub ask: Option<Ask>,
+    pub sink: Sink,
+}
+
+/// Connections allowed and refused so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub allowed: u64,
+    pub denied: u64,
+}
+
+pub(crate) struct Shared {
+    policy: RwLock<NetPolicy>,
+    resolver: Resolver,
+    ask: Option<Ask>,
+    sink: Sink,
+    allowed: AtomicU64,
+    denied: AtomicU64,
+}
+
+/// A running proxy. Dropping it stops it, and every connection it serves.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Starts the proxy's thread; it serves nothing until given a listener.
+    pub fn start(config: Config) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("warden-netproxy".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+                runtime.shutdown_background();
+            })?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                policy: RwLock::new(config.policy),
+                resolver: config.resolver,
+                ask: config.ask,
+                sink: config.sink,
+                allowed: AtomicU64::new(0),
+                denied: AtomicU64::new(0),
+            }),
+            handle,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Serves connections arriving on `listener` until the proxy is dropped.
+    pub fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        let shared = Arc::clone(&self.shared);
+        let _guard = self.handle.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        self.handle.spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let _ = serve_connection(shared, stream).await;
+                });
+            }
+        });
+        Ok(())
+    }
+
+    /// How many connections were allowed and refused.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            allowed: self.shared.allowed.load(Ordering::Relaxed),
+            denied: self.shared.denied.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Allows `entry` for the rest of this proxy's life.
+    pub fn allow(&self, entry: Entry) {
+        self.shared
+            .policy
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .allow(entry);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Shared {
+    pub(crate) fn record(&self, record: Record) {
+        let counter = if record.decision == "allow" {
+            &self.allowed
+        } else {
+            &self.denied
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        (self.sink)(record);
+    }
+
+    /// The policy's decision for `host:port`, a person's where the host is unlisted, then the
+    /// resolution and its check: the one address to connect to, and the rule, or why not.
+    pub(crate) async fn decide(
+        &self,
+        host: &Host,
+        port: u16,
+    ) -> Result<(SocketAddr, String), String> {
+        let verdict = self
+            .policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .check(host, port);
+        let (rule, explicit) = match verdict {
+            Verdict::Allow { rule, explicit } => (rule, explicit),
+            Verdict::Deny(why) => return Err(why),
+            Verdict::Unlisted(why) => {
+                let Some(ask) = self.ask.clone() else {
+                    return Err(why);
+                };
+                let name = host.to_string();
+                let asked = name.clone();
+                let answer = tokio::task::spawn_blocking(move || ask(&asked, port))
+                    .await
+                    .unwrap_or(Answer::Deny);
+                match answer {
+                    Answer::Deny => return Err(format!("{why}, and the user refused it")),
+                    Answer::Once => (format!("{name}:{port} approved once by the user"), false),
+                    Answer::Session | Answer::Always => {
+                        if let Ok(entry) = Entry::parse(&format!("{name}:{port}")) {
+                            self.policy
+                                .write()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .allow(entry);
+                        }
+                        (format!("{name}:{port} approved by the user"), false)
+                    }
+                }
+            }
+        };
+        let addrs = match host {
+            Host::Ip(ip) => vec![*ip],
+            Host::Name(name) => self.resolver.resolve(name, port).await,
+        };
+        self.policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .check_addresses(host, explicit, &addrs)?;
+        // The checked address is the one connected to: no second resolution to rebind.
+        Ok((SocketAddr::new(addrs[0], port), rule))
+    }
+}
+
+impl Record {
+    /// The record with `why` as its reason.
+    pub(crate) fn because(mut self, why: &str) -> Self {
+        why.clone_into(&mut self.reason);
+        self
+    }
+}
+
+pub(crate) fn record(kind: &'static str, host: &str, port: u16) -> Record {
+    Record {
+        time_ms: now_ms(),
+        kind,
+        method: None,
+        host: host.to_owned(),
+        port,
+        ip: None,
+        decision: "deny",
+        reason: String::new(),
+        sni: None,
+        status: None,
+        bytes_up: 0,
+        bytes_down: 0,
+        authorization: false,
+        cookie: false,
+    }
+}
+
+async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) -> std::io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut first = [0u8; 1];
+    if stream.peek(&mut first).await? == 0 {
+        return Ok(());
+    }
+    if first[0] == 5 {
+        return crate::socks::socks_connection(shared, stream).await;
+    }
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| {
+        let shared = Arc::clone(&shared);
+        async move { Ok::<_, hyper::Error>(crate::http::http_request(shared, req).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .preserve_header_case(true)
+        .serve_connection(io, service)
+        .with_upgrades()
+        .await;
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! A tunnel once allowed: the client's first bytes read (a TLS hello must name the host the
+//! tunnel was asked for), then bytes copied both ways and counted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use crate::host::Host;
+use crate::server::{Record, Shared};
+use crate::tls::{self, Hello};
+
+/// Reads the client's first bytes: a TLS hello must name `host`; anything else goes through
+/// only on ports other than 443. Then copies both ways and records what went through.
+pub(crate) async fn tunnel<C>(
+    shared: Arc<Shared>,
+    mut client: C,
+    mut upstream: TcpStream,
+    host: Host,
+    rule: String,
+    mut rec: Record,
+) where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut first = Vec::with_capacity(2048);
+    let mut buf = [0u8; 4096];
+    let verdict = loop {
+        match tls::client_hello(&first) {
+            Hello::Incomplete if first.len() < tls::MAX_HELLO => {}
+            Hello::Incomplete => break Err("the TLS hello is too long".to_owned()),
+            Hello::NotTls if rec.port == 443 => {
+                break Err("port 443 carries TLS only, and this is not TLS".to_owned());
+            }
+            Hello::NotTls => break Ok(None),
+            Hello::Malformed(why) => break Err(format!("a malformed TLS hello: {why}")),
+            Hello::ServerName(name) => break Ok(Some(name)),
+        }
+        match client.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                // The client left before saying anything: nothing went through.
+                if first.is_empty() {
+                    rec.decision = "allow";
+                    rec.reason = rule;
+                    shared.record(rec);
+                    return;
+                }
+                break Err("the client left in the middle of its TLS hello".to_owned());
+            }
+            Ok(n) => first.extend_from_slice(&buf[..n]),
+        }
+    };
+    let verdict = verdict.and_then(|tls| match (tls, &host) {
+        (None, _) => Ok(()),
+        (Some(None), Host::Ip(_)) => Ok(()),
+        (Some(None), Host::Name(_)) => Err(format!(
+            "the TLS hello names no server, and {host} was asked for"
+        )),
+        (Some(Some(sni)), _) => {
+            rec.sni = Some(sni.clone());
+            match Host::parse(&sni) {
+                Ok(named) if named == host => Ok(()),
+                _ => Err(format!(
+                    "the TLS hello asks for {sni}, not {host}: a tunnel may not front for another host"
+                )),
+            }
+        }
+    });
+    if let Err(why) = verdict {
+        rec.reason = why;
+        shared.record(rec);
+        return;
+    }
+    rec.decision = "allow";
+    rec.reason = rule;
+    if upstream.write_all(&first).await.is_err() {
+        shared.record(rec);
+        return;
+    }
+    let (up, down) = tokio::io::copy_bidirectional(&mut client, &mut upstream)
+        .await
+        .unwrap_or((0, 0));
+    rec.bytes_up = up + first.len() as u64;
+    rec.bytes_down = down;
+    shared.record(rec);
+}
+
+/// A stream that counts the bytes written to it and read from it.
+pub(crate) struct Counted {
+    inner: TcpStream,
+    pub(crate) up: Arc<AtomicU64>,
+    pub(crate) down: Arc<AtomicU64>,
+}
+
+impl Counted {
+    pub(crate) fn new(inner: TcpStream) -> Self {
+        Self {
+            inner,
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let read = buf.filled().len() - before;
+        self.down.fetch_add(read as u64, Ordering::Relaxed);
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &polled {
+            self.up.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
