@@ -240,9 +240,17 @@ pub struct ExecArgs {
     /// Keep PATH read-only (repeatable).
     #[arg(long = "deny-write", value_name = "PATH")]
     pub deny_write: Vec<PathBuf>,
-    /// Network: off (default) or on.
-    #[arg(long, value_name = "off|on", value_parser = ["off", "on"])]
+    /// Network: off (default), on, or allowlist (only through warden's egress proxy, to the
+    /// hosts allowed).
+    #[arg(long, value_name = "off|on|allowlist", value_parser = ["off", "on", "allowlist"])]
     pub net: Option<String>,
+    /// With --net allowlist: a host the command may reach, HOST or HOST:PORT, `*.example.com`
+    /// for its subdomains (repeatable; ports 80 and 443 unless given).
+    #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+    pub allow_host: Vec<String>,
+    /// With --net allowlist: a host never reached, whatever allows it (repeatable).
+    #[arg(long = "deny-host", value_name = "HOST[:PORT]")]
+    pub deny_host: Vec<String>,
     /// Pass NAME (from this environment) or set NAME=VALUE (repeatable).
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
@@ -355,6 +363,14 @@ pub enum TraceCommand {
     Export {
         /// The session id (see `warden trace list`).
         session: String,
+    },
+    /// Every connection a session's commands made through the egress proxy, and the decisions.
+    Network {
+        /// The session id (`warden exec --json` prints it under `network`).
+        session: String,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -160,6 +160,13 @@ impl Backend for Bwrap {
                     .to_owned(),
             ));
         }
+        if plan.proxy_port.is_some() && !plan.network {
+            return Err(SandboxError::Setup(
+                "the allowlist network needs the native backend (bwrap cannot hand its network \
+                 namespace to the egress proxy); nothing ran"
+                    .to_owned(),
+            ));
+        }
         let (group, procs) = limits_group(plan)?;
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let filters =

@@ -8,6 +8,37 @@ use warden_config::Settings;
 
 use crate::plan::{Limits, Profile, Request};
 
+/// The port the egress proxy answers on inside an allowlist sandbox (its own loopback).
+pub const PROXY_PORT: u16 = 3128;
+
+/// The variables that send a command's traffic to the proxy at `port`: the usual ones in both
+/// cases, and those of tools that read their own. Names are resolved by the proxy (`socks5h`).
+pub fn proxy_env(port: u16) -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let local = "localhost,127.0.0.1,::1".to_owned();
+    let mut env = Vec::new();
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "npm_config_proxy",
+        "npm_config_https_proxy",
+        "YARN_HTTP_PROXY",
+        "YARN_HTTPS_PROXY",
+        "PIP_PROXY",
+        "CARGO_HTTP_PROXY",
+    ] {
+        env.push((name.to_owned(), http.clone()));
+    }
+    env.push(("ALL_PROXY".to_owned(), socks.clone()));
+    env.push(("all_proxy".to_owned(), socks));
+    env.push(("NO_PROXY".to_owned(), local.clone()));
+    env.push(("no_proxy".to_owned(), local));
+    env
+}
+
 /// Toolchain directories under `$HOME` a command may read.
 pub const HOME_TOOLCHAINS: &[&str] = &[
     ".cargo",
@@ -113,7 +144,14 @@ pub fn request_from_settings(
         deny_write,
         mounts: Vec::new(),
         network: sandbox.network.mode == "on",
-        env: environment(settings, env_names, &home),
+        proxy_port: (sandbox.network.mode == "allowlist").then_some(PROXY_PORT),
+        env: {
+            let mut env = environment(settings, env_names, &home);
+            if sandbox.network.mode == "allowlist" {
+                env.extend(proxy_env(PROXY_PORT));
+            }
+            env
+        },
         home_allow,
         home,
         require_landlock: sandbox.require_landlock,

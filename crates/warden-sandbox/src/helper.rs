@@ -110,6 +110,12 @@ fn run(plan: &Plan) -> Status {
             return failed(&format!("user namespace id map ({file})"), err);
         }
     }
+    if !plan.network
+        && let Some(port) = plan.proxy_port
+        && let Err(err) = bridge(port)
+    {
+        return failed("the network bridge to the egress proxy", err);
+    }
     let filters = match seccomp::filters() {
         Ok(f) => f,
         Err(err) => return failed("seccomp filter", err),
@@ -131,6 +137,21 @@ fn run(plan: &Plan) -> Status {
     }
     drop(error_write);
     wait(plan, child, error_read)
+}
+
+/// The only way out of an allowlist sandbox: a socket listening on `port` of the namespace's
+/// own loopback, handed to the parent over descriptor 5. The parent's proxy accepts on it; the
+/// connections it accepts belong to this namespace, the ones it makes to the host's.
+fn bridge(port: u16) -> std::io::Result<()> {
+    sys::loopback_up()?;
+    if !sys::is_open(5) {
+        return Err(std::io::Error::other(
+            "no socket to hand the listener over on",
+        ));
+    }
+    let socket = sys::owned_fd(5);
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))?;
+    sys::send_fd(socket.as_raw_fd(), listener.as_raw_fd())
 }
 
 fn wait(plan: &Plan, child: libc::pid_t, error_read: OwnedFd) -> Status {
@@ -167,6 +188,9 @@ fn layers(plan: &Plan) -> Vec<String> {
     let mut layers: Vec<String> = LAYERS.iter().map(|s| (*s).to_owned()).collect();
     if !plan.network {
         layers.push("network-namespace".to_owned());
+    }
+    if !plan.network && plan.proxy_port.is_some() {
+        layers.push("egress-proxy".to_owned());
     }
     if let Some(abi) = crate::landlock::kernel_abi() {
         layers.push(format!("landlock-abi-{abi}"));

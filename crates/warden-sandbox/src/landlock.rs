@@ -38,7 +38,8 @@ fn writable(plan: &Plan) -> Vec<PathBuf> {
 }
 
 /// Restricts the calling process: writes only beneath the writable paths; no TCP at all when the
-/// network is off. Returns whether the kernel enforced it.
+/// network is off, but a connection to the egress proxy's port when there is one. Returns
+/// whether the kernel enforced it.
 pub(crate) fn restrict(plan: &Plan) -> Result<bool, String> {
     let err = |e: landlock::RulesetError| format!("landlock: {e}");
     let mut ruleset = Ruleset::default()
@@ -49,16 +50,24 @@ pub(crate) fn restrict(plan: &Plan) -> Result<bool, String> {
             .handle_access(AccessNet::from_all(ABI_WANTED))
             .map_err(err)?;
     }
-    let status = ruleset
+    let mut created = ruleset
         .create()
         .map_err(err)?
         .add_rules(path_beneath_rules(
             writable(plan),
             AccessFs::from_write(ABI_WANTED),
         ))
-        .map_err(err)?
-        .restrict_self()
         .map_err(err)?;
+    // With the network off, the one TCP connection allowed is to the egress proxy's port on the
+    // namespace's own loopback (the namespace has no other address).
+    if !plan.network
+        && let Some(port) = plan.proxy_port
+    {
+        created = created
+            .add_rule(landlock::NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(err)?;
+    }
+    let status = created.restrict_self().map_err(err)?;
     Ok(status.ruleset != RulesetStatus::NotEnforced)
 }
 
@@ -95,6 +104,7 @@ mod tests {
                 writable: true,
             }],
             network: true,
+            proxy_port: None,
             limits: crate::plan::Limits::default(),
             require_landlock: false,
             placeholders: Vec::new(),

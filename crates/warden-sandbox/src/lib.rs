@@ -27,7 +27,8 @@ mod sys;
 pub use backend::{Backend, Seatbelt};
 pub use bwrap::Bwrap;
 pub use from_settings::{
-    HOME_SECRETS, HOME_TOOLCHAINS, WORKSPACE_PROTECTED, expand, profile, request_from_settings,
+    HOME_SECRETS, HOME_TOOLCHAINS, PROXY_PORT, WORKSPACE_PROTECTED, expand, profile, proxy_env,
+    request_from_settings,
 };
 pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
 pub use plan::{Limits, Mount, Plan, Profile, Request};

@@ -61,6 +61,9 @@ pub struct Request {
     /// Extra mounts: source, target, writable.
     pub mounts: Vec<(PathBuf, PathBuf, bool)>,
     pub network: bool,
+    /// With the network off: a port on the sandbox's own loopback whose listening socket is
+    /// handed to the caller (an egress proxy) before the command starts. The only way out.
+    pub proxy_port: Option<u16>,
     /// The environment the command starts with, exactly.
     pub env: Vec<(String, String)>,
     /// The home directory the command sees (its toolchain directories are mounted read-only).
@@ -102,6 +105,9 @@ pub struct Plan {
     /// In order: parents before what is mounted inside them.
     pub mounts: Vec<Mount>,
     pub network: bool,
+    /// The port of the proxy bridge inside the network namespace (see [`Request::proxy_port`]).
+    #[serde(default)]
+    pub proxy_port: Option<u16>,
     pub limits: Limits,
     /// Refuse to run where the kernel does not enforce Landlock.
     #[serde(default)]
@@ -308,6 +314,7 @@ impl Plan {
             env: request.env.clone(),
             mounts,
             network: request.network && request.profile != Profile::FullIsolated,
+            proxy_port: request.proxy_port.filter(|_| !request.network),
             limits: request.limits.clone(),
             require_landlock: request.require_landlock,
             placeholders,

@@ -159,6 +159,7 @@ mod tests {
                 },
             ],
             network,
+            proxy_port: None,
             limits: Limits::default(),
             require_landlock: false,
             placeholders: Vec::new(),

@@ -87,9 +87,24 @@ impl Sandbox {
         }
     }
 
-    /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing.
+    /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing. A plan
+    /// with a proxy port gets no way out: use [`Sandbox::run_serving`].
     pub fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
+        self.run_serving(plan, output, &mut |_| {})
+    }
+
+    /// Runs `plan`'s command, handing `serve` the listening socket of its proxy port (inside
+    /// its network namespace) before the command starts.
+    pub fn run_serving(
+        &self,
+        plan: &Plan,
+        output: Output,
+        serve: &mut dyn FnMut(std::net::TcpListener),
+    ) -> Result<Outcome, SandboxError> {
         let mut launched = self.launch(plan, output)?;
+        if let Some(listener) = launched.listener.take() {
+            serve(listener);
+        }
         let readers = Readers::start(&mut launched.child, plan.limits.output_bytes);
         let status = launched.finish();
         let [stdout, stderr] = readers.join();
@@ -107,7 +122,19 @@ impl Sandbox {
     /// The helper dies with the thread that started it: call this from a thread that lives as
     /// long as the command should.
     pub fn start(&self, plan: &Plan) -> Result<Running, SandboxError> {
+        self.start_serving(plan, &mut |_| {})
+    }
+
+    /// As [`Sandbox::start`], handing `serve` the listening socket of the plan's proxy port.
+    pub fn start_serving(
+        &self,
+        plan: &Plan,
+        serve: &mut dyn FnMut(std::net::TcpListener),
+    ) -> Result<Running, SandboxError> {
         let mut launched = self.launch(plan, Output::Capture)?;
+        if let Some(listener) = launched.listener.take() {
+            serve(listener);
+        }
         let limit = plan
             .limits
             .output_bytes
@@ -143,15 +170,24 @@ impl Sandbox {
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
         let (plan_read, plan_write) =
             sys::pipe().map_err(|e| SandboxError::Setup(format!("plan pipe: {e}")))?;
+        // The helper hands the proxy's listening socket back on this pair.
+        let bridge = plan
+            .proxy_port
+            .map(|_| std::os::unix::net::UnixStream::pair())
+            .transpose()
+            .map_err(|e| SandboxError::Setup(format!("bridge socket: {e}")))?;
         let mut command = Command::new(&self.helper);
         command.arg(HELPER_ARG).env_clear();
         output.apply(&mut command);
-        let raw = [status_write.as_raw_fd(), plan_read.as_raw_fd()];
+        let mut raw = vec![(status_write.as_raw_fd(), 3), (plan_read.as_raw_fd(), 4)];
+        if let Some((_, helper_end)) = &bridge {
+            raw.push((helper_end.as_raw_fd(), 5));
+        }
         sys::before_exec(&mut command, move || {
             for file in &procs {
                 sys::join_cgroup(file)?;
             }
-            sys::place_fds(&[(raw[0], 3), (raw[1], 4)])
+            sys::place_fds(&raw)
         });
         let started = Instant::now();
         let child = command.spawn().map_err(|source| SandboxError::Helper {
@@ -163,14 +199,35 @@ impl Sandbox {
         running_add(child.id());
         // The helper reads the plan first thing; if it died instead, the status says so.
         let _ = std::fs::File::from(plan_write).write_all(json.as_bytes());
+        let listener = match bridge {
+            Some((ours, theirs)) => {
+                drop(theirs);
+                receive_listener(&ours)
+            }
+            None => None,
+        };
         Ok(Launched {
             child,
             status: std::fs::File::from(status_read),
             started,
             group,
             placeholders,
+            listener,
         })
     }
+}
+
+/// The listening socket the helper sends once its network namespace is up; `None` when it
+/// ended first (its status says why) or took too long.
+fn receive_listener(socket: &std::os::unix::net::UnixStream) -> Option<std::net::TcpListener> {
+    let fd = socket.as_raw_fd();
+    if !sys::poll_readable(fd, Some(30_000)).unwrap_or(false) {
+        return None;
+    }
+    sys::recv_fd(fd)
+        .ok()
+        .flatten()
+        .map(std::net::TcpListener::from)
 }
 
 /// The helpers (and bwrap processes) running now, so that an interrupt can end them all.
@@ -212,6 +269,8 @@ struct Launched {
     started: Instant,
     group: Cgroup,
     placeholders: Placeholders,
+    /// The proxy bridge's listening socket, until handed to the caller.
+    listener: Option<std::net::TcpListener>,
 }
 
 impl Launched {

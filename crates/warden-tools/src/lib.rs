@@ -9,6 +9,7 @@
 mod bash;
 mod context;
 mod edit;
+pub mod egress;
 mod glob;
 mod grep;
 mod jobs;

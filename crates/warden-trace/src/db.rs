@@ -115,6 +115,19 @@ const MIGRATIONS: &[&str] = &[
         session_id TEXT NOT NULL,
         PRIMARY KEY (dir, tree_hash)
     ) STRICT;",
+    // 8: every connection an allowlist sandbox made through the egress proxy (SPEC R3): what
+    // it asked for, what was decided and why, and what went through.
+    "CREATE TABLE network_events (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        timestamp TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        decision TEXT NOT NULL,
+        data TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX network_events_by_session ON network_events (session_id, id);",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -296,7 +309,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 10);
+        assert_eq!(tables, 11);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod agent;
 mod changes;
 mod db;
 mod error;
+mod network;
 mod redact;
 mod row;
 mod skills;

@@ -61,12 +61,28 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     let native = Sandbox::new(helper);
     let bwrap = Bwrap::default();
     let chosen: &dyn Backend = if backend == "bwrap" { &bwrap } else { &native };
-    let (used, outcome) = match chosen.run(&plan, output) {
-        Ok(outcome) => (chosen.name(), outcome),
+    // The allowlist's only way out: the egress proxy, serving the sandbox's own loopback.
+    let egress = egress(&plan, backend, &settings, args)?;
+    let ran = match &egress {
+        Some((proxy, _)) => native.run_serving(&plan, output, &mut |listener| {
+            if let Err(e) = proxy.serve(listener) {
+                eprintln!("warden: the egress proxy cannot serve the sandbox: {e}");
+            }
+        }),
+        None => chosen.run(&plan, output),
+    };
+    let chosen_name = if egress.is_some() {
+        "native"
+    } else {
+        chosen.name()
+    };
+    let (used, outcome) = match ran {
+        Ok(outcome) => (chosen_name, outcome),
         // Strict by default; with fail_if_unavailable = false, bubblewrap may stand in, never
         // no sandbox at all.
         Err(SandboxError::Setup(why))
             if backend == "native"
+                && egress.is_none()
                 && !settings.sandbox.fail_if_unavailable
                 && bwrap.available() =>
         {
@@ -79,24 +95,91 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         Err(SandboxError::Setup(why)) => return Err(refused(&why)),
         Err(err) => return Err(refused(&err.to_string())),
     };
+    let network = egress.as_ref().map(|(proxy, session)| {
+        let counts = proxy.counts();
+        json!({"mode": "allowlist", "allowed": counts.allowed, "denied": counts.denied, "session": session.as_str()})
+    });
+    if let Some((proxy, session)) = &egress
+        && !args.json
+        && proxy.counts().denied > 0
+    {
+        eprintln!(
+            "warden: network: {} connections allowed, {} refused (see `warden trace network {session}`)",
+            proxy.counts().allowed,
+            proxy.counts().denied
+        );
+    }
     if args.json {
-        print_json(&json!({
-            "cmd": args.command,
-            "cwd": workspace,
-            "exitCode": outcome.exit_code,
-            "signal": outcome.signal,
-            "stdout": String::from_utf8_lossy(&outcome.stdout),
-            "stderr": String::from_utf8_lossy(&outcome.stderr),
-            "durationMs": outcome.duration_ms,
-            "timedOut": outcome.timed_out,
-            "truncated": outcome.truncated,
-            "sandbox": {"backend": used, "profile": request.profile.as_str(), "layers": outcome.layers},
-        }))?;
+        let sandbox =
+            json!({"backend": used, "profile": request.profile.as_str(), "layers": outcome.layers});
+        print_json(&result(args, &workspace, &outcome, &sandbox, network))?;
     }
     Ok(Exit::Code(
         u8::try_from(outcome.exit_code.clamp(0, 255)).unwrap_or(1),
     ))
 }
+
+/// The egress proxy of an allowlist run, and the session its connections are traced under.
+fn egress(
+    plan: &Plan,
+    backend: &str,
+    settings: &Settings,
+    args: &ExecArgs,
+) -> Result<Option<(warden_netproxy::Proxy, warden_protocol::SessionId)>, CliError> {
+    if plan.proxy_port.is_none() || backend == "bwrap" {
+        return Ok(None);
+    }
+    let session = warden_protocol::SessionId::new();
+    let sink = warden_tools::egress::trace_sink(session.clone());
+    let proxy =
+        warden_tools::egress::start(settings, &args.allow_host, &args.deny_host, sink, None)
+            .map_err(|e| usage(anyhow!(e)))?;
+    Ok(Some((proxy, session)))
+}
+
+/// The `--json` result.
+fn result(
+    args: &ExecArgs,
+    workspace: &Path,
+    outcome: &warden_sandbox::Outcome,
+    sandbox: &serde_json::Value,
+    network: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let mut value = json!({
+        "cmd": args.command,
+        "cwd": workspace,
+        "exitCode": outcome.exit_code,
+        "signal": outcome.signal,
+        "stdout": String::from_utf8_lossy(&outcome.stdout),
+        "stderr": String::from_utf8_lossy(&outcome.stderr),
+        "durationMs": outcome.duration_ms,
+        "timedOut": outcome.timed_out,
+        "truncated": outcome.truncated,
+        "sandbox": sandbox.clone(),
+    });
+    if let Some(network) = network {
+        value["network"] = network;
+    }
+    value
+}
+
+/// The variables that point a command at the proxy.
+const PROXY_NAMES: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "npm_config_proxy",
+    "npm_config_https_proxy",
+    "YARN_HTTP_PROXY",
+    "YARN_HTTPS_PROXY",
+    "PIP_PROXY",
+    "CARGO_HTTP_PROXY",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
 
 fn refused(why: &str) -> CliError {
     CliError {
@@ -154,6 +237,16 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
         .extend(args.allow_write.iter().map(absolute));
     if let Some(net) = &args.net {
         request.network = net == "on";
+        request.proxy_port = None;
+        request
+            .env
+            .retain(|(name, _)| !PROXY_NAMES.contains(&name.as_str()));
+        if net == "allowlist" {
+            request.proxy_port = Some(warden_sandbox::PROXY_PORT);
+            request
+                .env
+                .extend(warden_sandbox::proxy_env(warden_sandbox::PROXY_PORT));
+        }
     }
     let limits = &mut request.limits;
     if let Some(seconds) = args.timeout {

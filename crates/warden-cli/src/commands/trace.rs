@@ -1,4 +1,4 @@
-//! `warden trace list|show|export`.
+//! `warden trace list|show|export|network`.
 
 use anyhow::anyhow;
 use warden_protocol::SessionId;
@@ -64,6 +64,27 @@ pub(super) fn run(command: &TraceCommand) -> Result<Exit, CliError> {
         TraceCommand::Export { session } => {
             for event in events(&store, session)? {
                 print_json(&event)?;
+            }
+        }
+        TraceCommand::Network { session, json } => {
+            let id: SessionId = session.parse().map_err(CliError::usage)?;
+            let connections = store.network_events(&id).map_err(CliError::failure)?;
+            for (time, data) in &connections {
+                if *json {
+                    let mut line = data.clone();
+                    line["timestamp"] = serde_json::json!(time);
+                    print_json(&line)?;
+                } else {
+                    let field = |k: &str| data[k].as_str().unwrap_or("").to_owned();
+                    println!(
+                        "{time}  {:<7}  {:<5}  {}:{}  {}",
+                        field("kind"),
+                        field("decision"),
+                        field("host"),
+                        data["port"],
+                        field("reason")
+                    );
+                }
             }
         }
     }

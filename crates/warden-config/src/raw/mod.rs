@@ -156,13 +156,19 @@ merge_struct!(RawSandboxFilesystem {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct RawSandboxNetwork {
-    /// Network mode: `off` blocks all network access. Default `off`.
+    /// Network mode: `off` (no network at all), `on` (the host's network), or `allowlist`
+    /// (only through warden's egress proxy, to `allowed_domains` and the `WebFetch(domain:…)`
+    /// allow rules, each connection checked by host, port and address). Default `off`.
     pub mode: Option<String>,
-    /// Domains commands may reach when the network is not off. Default empty.
+    /// With `allowlist`: hosts commands may reach — `example.com`, `*.example.com` (its
+    /// subdomains, not itself), `host:port` (ports 80 and 443 unless given), an address. An
+    /// empty list is no network. Default empty.
     pub allowed_domains: Option<Vec<String>>,
     /// Domains always refused, even if allowed elsewhere. Default empty.
     pub denied_domains: Option<Vec<String>>,
-    /// Refuse connections to private, loopback and link-local addresses. Default `true`.
+    /// Refuse connections to private, loopback, link-local (cloud metadata), CGNAT,
+    /// unique-local, multicast and unspecified addresses, unless an entry names the address or
+    /// a private name (`localhost`, a single label) itself. Default `true`.
     pub block_private_ranges: Option<bool>,
 }
 

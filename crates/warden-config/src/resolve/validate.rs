@@ -156,7 +156,19 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
     }
     positive_f64(&["org", "manifest", "max_cpu"], manifest.max_cpu)?;
 
+    check_network(settings, blame)?;
     check_org(settings, blame)
+}
+
+fn check_network(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigError> {
+    let mode = settings.sandbox.network.mode.as_str();
+    if !matches!(mode, "off" | "on" | "allowlist") {
+        return Err(blame.error(
+            &["sandbox", "network", "mode"],
+            format!("`{mode}` is not a network mode (expected off, on or allowlist)"),
+        ));
+    }
+    Ok(())
 }
 
 /// The organisation's limits bind every other layer.
