@@ -70,13 +70,34 @@ pub fn rules(settings: &Settings, network: bool) -> String {
          another spelling.",
         settings.permissions.mode
     );
+    let net = &settings.sandbox.network;
+    let network_words = if network {
+        "on".to_owned()
+    } else if net.mode == "allowlist" {
+        let mut hosts = net.allowed_domains.clone();
+        hosts.extend(settings.permissions.allow.iter().filter_map(|r| {
+            r.strip_prefix("WebFetch(domain:")
+                .and_then(|r| r.strip_suffix(')'))
+                .map(str::to_owned)
+        }));
+        if hosts.is_empty() {
+            "off (an allowlist that names no host)".to_owned()
+        } else {
+            format!(
+                "limited to these hosts, through warden's proxy (HTTP_PROXY and ALL_PROXY are \
+                 set; names resolve only there): {}",
+                hosts.join(", ")
+            )
+        }
+    } else {
+        "off".to_owned()
+    };
     let _ = writeln!(
         p,
         "- Shell commands run in a sandbox (profile {}): the workspace is writable, the rest of \
-         the home directory is hidden, the network is {}, there is no input, and each command \
-         has a time limit. Secrets such as ~/.ssh are never readable.",
+         the home directory is hidden, the network is {network_words}, there is no input, and \
+         each command has a time limit. Secrets such as ~/.ssh are never readable.",
         settings.sandbox.profile,
-        if network { "on" } else { "off" }
     );
     let _ = writeln!(
         p,

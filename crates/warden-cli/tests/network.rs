@@ -345,3 +345,191 @@ fn package_managers_and_git_go_through_the_proxy() {
         );
     }
 }
+
+/// The project's settings for an allowlist run, loopback reachable.
+fn allowlist_settings(p: &Project, allowed: &[String]) {
+    let list: Vec<String> = allowed.iter().map(|h| format!("{h:?}")).collect();
+    p.write(
+        ".warden/settings.toml",
+        &format!(
+            "[sandbox.network]\nmode = \"allowlist\"\nallowed_domains = [{}]\nblock_private_ranges = false\n",
+            list.join(", ")
+        ),
+    );
+}
+
+#[test]
+fn an_agent_run_in_allowlist_mode_reaches_only_what_is_listed() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let port = http_server();
+    allowlist_settings(&p, &[format!("allowed.test:{port}")]);
+    let curl = |id: &str, host: &str| {
+        openai::calls(
+            "",
+            &[Call::new(
+                id,
+                "bash",
+                &serde_json::json!({"command": format!("curl -s -m 10 http://{host}:{port}/")}),
+            )],
+            40,
+        )
+        .fast()
+    };
+    let server = FakeProvider::start(vec![
+        curl("a", "allowed.test"),
+        curl("b", "other.test"),
+        openai::text("Done.").fast(),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let mut cmd = p.command();
+    cmd.env("WARDEN_TEST_RESOLVE", NAMES).args([
+        "run",
+        "--json",
+        "--model",
+        "openai/test-model",
+        "--base-url",
+        &base,
+        "--allow",
+        "Bash(curl *)",
+        "fetch both",
+    ]);
+    let run = finish(&cmd.output().unwrap());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let received = server.received();
+    let sent = |n: usize, id: &str| -> Value {
+        let body = received[n].json();
+        let content = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["tool_call_id"] == id)
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str(content.split_once('\n').unwrap().1).unwrap()
+    };
+    let allowed = sent(1, "a");
+    assert!(
+        allowed["stdoutSummary"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the test server"),
+        "{allowed}"
+    );
+    assert_eq!(
+        allowed["network"],
+        serde_json::json!({"allowed": 1, "denied": 0})
+    );
+    let refused = sent(2, "b");
+    assert!(
+        refused["stdoutSummary"]
+            .as_str()
+            .unwrap()
+            .contains("not in the allowlist"),
+        "{refused}"
+    );
+    assert_eq!(
+        refused["network"],
+        serde_json::json!({"allowed": 0, "denied": 1})
+    );
+    // The system prompt says what the network reaches.
+    let system = received[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("limited to these hosts, through warden's proxy")
+            && system.contains(&format!("allowed.test:{port}")),
+        "{system}"
+    );
+    // Both connections are in the trace, under the run's session.
+    let session = crate::support::events(&run.stdout)[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let json = serde_json::json!({"network": {"session": session}});
+    let traced = connections(&p, &json);
+    assert_eq!(traced.len(), 2, "{traced:?}");
+}
+
+#[test]
+fn an_unlisted_host_is_put_to_the_person_and_always_writes_the_rule() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A server on port 80 of another loopback address, so that the approval can be a rule.
+    let Ok(listener) = TcpListener::bind("127.0.0.2:80") else {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "CI runs as root: port 80 must bind"
+        );
+        return;
+    };
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\napproved",
+            );
+        }
+    });
+    allowlist_settings(&p, &["allowed.test".to_owned()]);
+    let curl = |id: &str| {
+        openai::calls(
+            "",
+            &[Call::new(
+                id,
+                "bash",
+                &serde_json::json!({"command": "curl -s -m 10 http://unlisted.test/"}),
+            )],
+            40,
+        )
+        .fast()
+    };
+    let server = FakeProvider::start(vec![curl("a"), curl("b"), openai::text("Done.").fast()]);
+    let base = format!("{}/v1", server.url());
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let run = crate::support::in_a_session_with(
+        &p,
+        &[("WARDEN_TEST_RESOLVE", "unlisted.test=127.0.0.2")],
+        &[
+            warden,
+            "run",
+            "--model",
+            "openai/test-model",
+            "--base-url",
+            &base,
+            "--allow",
+            "Bash(curl *)",
+            "fetch it",
+        ],
+        &["a"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("unlisted.test:80"),
+        "the person is told the host: {}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("allow? ").count(),
+        1,
+        "asked once: {}",
+        run.stdout
+    );
+    let local = std::fs::read_to_string(p.root().join(".warden/settings.local.toml")).unwrap();
+    assert!(local.contains("WebFetch(domain:unlisted.test)"), "{local}");
+    // Both calls reached the server.
+    let received = server.received();
+    let last = received.last().unwrap().body.clone();
+    assert_eq!(last.matches("approved").count(), 2, "{last}");
+}

@@ -155,6 +155,17 @@ pub(crate) fn on_a_terminal(p: &Project, argv: &[&str], answers: &[&str]) -> Run
 /// Like [`on_a_terminal`], and types the next of `lines` at each prompt of an interactive
 /// session (then Ctrl-D).
 pub(crate) fn in_a_session(p: &Project, argv: &[&str], answers: &[&str], lines: &[&str]) -> Run {
+    in_a_session_with(p, &[], argv, answers, lines)
+}
+
+/// Like [`in_a_session`], with `env` added to the program's environment.
+pub(crate) fn in_a_session_with(
+    p: &Project,
+    env: &[(&str, &str)],
+    argv: &[&str],
+    answers: &[&str],
+    lines: &[&str],
+) -> Run {
     const HARNESS: &str = r"import os, pty, sys, json
 answers = json.loads(sys.argv[1])
 lines = json.loads(sys.argv[2])
@@ -186,7 +197,8 @@ _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors='replace'))
 sys.exit(os.waitstatus_to_exitcode(status))
 ";
-    let cmd = p.command();
+    let mut cmd = p.command();
+    cmd.envs(env.iter().copied());
     let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = cmd
         .get_envs()
         .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))

@@ -127,6 +127,14 @@ pub struct Proxy {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("counts", &self.counts())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Proxy {
     /// Starts the proxy's thread; it serves nothing until given a listener.
     pub fn start(config: Config) -> std::io::Result<Self> {

@@ -108,8 +108,13 @@ impl Tool for Bash {
             plan.limits.timeout_ms = None;
             return background(ctx, &command, Sandbox::new(helper), plan);
         }
+        let before = ctx.egress.as_ref().map(|p| p.counts());
         let outcome = Sandbox::new(helper)
-            .run(&plan, Output::Capture)
+            .run_serving(&plan, Output::Capture, &mut |listener| {
+                if let Some(proxy) = &ctx.egress {
+                    let _ = proxy.serve(listener);
+                }
+            })
             .map_err(unavailable)?;
         let out = normalise(&outcome.stdout);
         let err = normalise(&outcome.stderr);
@@ -126,6 +131,14 @@ impl Tool for Bash {
         });
         if outcome.timed_out {
             result["timedOut"] = json!(true);
+        }
+        // What went through the egress proxy during this command, and what it refused.
+        if let (Some(proxy), Some(before), Some(_)) = (&ctx.egress, before, plan.proxy_port) {
+            let after = proxy.counts();
+            result["network"] = json!({
+                "allowed": after.allowed.saturating_sub(before.allowed),
+                "denied": after.denied.saturating_sub(before.denied),
+            });
         }
         if outcome.truncated || cut_out || cut_err {
             result["truncationReason"] = json!(if outcome.truncated {
@@ -159,7 +172,7 @@ fn background(
 ) -> Result<Value, ToolError> {
     let id = ctx
         .jobs
-        .start(command, sandbox, plan)
+        .start(command, sandbox, plan, ctx.egress.clone())
         .map_err(unavailable)?;
     let settle = Instant::now() + BACKGROUND_SETTLE;
     while Instant::now() < settle {

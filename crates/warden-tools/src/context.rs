@@ -100,6 +100,9 @@ pub struct ToolContext {
     /// scripts can run wherever the skill is installed. Read-only; the policy still decides
     /// each command.
     pub skill_dirs: std::sync::RwLock<Vec<PathBuf>>,
+    /// The session's egress proxy, when the network is `allowlist`: every sandboxed command's
+    /// only way out. Without one such commands have no network at all.
+    pub egress: Option<std::sync::Arc<warden_netproxy::Proxy>>,
 }
 
 impl ToolContext {
@@ -135,11 +138,19 @@ impl ToolContext {
             jobs: Jobs::default(),
             network_once: std::sync::atomic::AtomicBool::new(false),
             skill_dirs: std::sync::RwLock::default(),
+            egress: None,
         })
     }
 }
 
 impl ToolContext {
+    /// Sends the network of allowlist commands through `proxy`.
+    #[must_use]
+    pub fn with_egress(mut self, proxy: warden_netproxy::Proxy) -> Self {
+        self.egress = Some(std::sync::Arc::new(proxy));
+        self
+    }
+
     /// Runs shell commands with `helper` (the `warden` binary) as the sandbox helper.
     #[must_use]
     pub fn with_sandbox_helper(mut self, helper: impl Into<PathBuf>) -> Self {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -21,7 +21,13 @@ pub(crate) struct Job {
     pub(crate) started: Instant,
 }
 
-type StartRequest = (Sandbox, Plan, mpsc::Sender<Result<Running, SandboxError>>);
+/// What to start, the egress proxy its network goes through (allowlist), and where to answer.
+type StartRequest = (
+    Sandbox,
+    Plan,
+    Option<Arc<warden_netproxy::Proxy>>,
+    mpsc::Sender<Result<Running, SandboxError>>,
+);
 
 /// The background commands of a session.
 #[derive(Debug, Default)]
@@ -51,8 +57,13 @@ impl Starter {
         let thread = std::thread::Builder::new()
             .name("warden-jobs".to_owned())
             .spawn(move || {
-                for (sandbox, plan, reply) in incoming {
-                    let _ = reply.send(sandbox.start(&plan));
+                for (sandbox, plan, egress, reply) in incoming {
+                    let started = sandbox.start_serving(&plan, &mut |listener| {
+                        if let Some(proxy) = &egress {
+                            let _ = proxy.serve(listener);
+                        }
+                    });
+                    let _ = reply.send(started);
                 }
             })?;
         Ok(Self { requests, thread })
@@ -66,6 +77,7 @@ impl Jobs {
         cmd: &str,
         sandbox: Sandbox,
         plan: Plan,
+        egress: Option<Arc<warden_netproxy::Proxy>>,
     ) -> Result<String, SandboxError> {
         let mut inner = self.lock();
         if inner.running.len() >= MAX_JOBS {
@@ -82,7 +94,7 @@ impl Jobs {
         let sent = inner
             .starter
             .as_ref()
-            .is_some_and(|s| s.requests.send((sandbox, plan, reply)).is_ok());
+            .is_some_and(|s| s.requests.send((sandbox, plan, egress, reply)).is_ok());
         let running = match answer.recv() {
             Ok(result) if sent => result?,
             _ => {

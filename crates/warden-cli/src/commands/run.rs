@@ -275,6 +275,13 @@ fn start(
     let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if settings.sandbox.network.mode == "allowlist" {
+        let sink = warden_tools::egress::trace_sink(session.clone());
+        let ask = interactive.then(|| network_asker(&settings, &engine));
+        let proxy = warden_tools::egress::start(&settings, &[], &[], sink, ask)
+            .map_err(|e| CliError::usage(anyhow!(e)))?;
+        ctx = ctx.with_egress(proxy);
+    }
     let terminal = Terminal;
     let on_ask = match args.on_ask.as_deref() {
         Some("allow") => OnAsk::Allow,
@@ -371,6 +378,46 @@ fn start(
     ctx.jobs.stop_all();
     runtime.shutdown_background();
     Ok(exit)
+}
+
+/// Who decides about a host the allowlist does not name, during an interactive run: the policy
+/// engine first (a `WebFetch(domain:…)` deny refuses it), then the person at the terminal —
+/// once, for the session, or always (the rule written to `.warden/settings.local.toml`).
+fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
+    use warden_agent::{Answer, Approver as _, Question};
+    use warden_netproxy::Answer as NetAnswer;
+    let engine = engine.clone();
+    let root = settings.project_root.clone();
+    std::sync::Arc::new(move |host: &str, port: u16| {
+        let url = format!("https://{host}:{port}/");
+        let verdict = engine.check(&warden_policy::Action::Fetch(url));
+        if verdict.decision.decision == warden_protocol::DecisionKind::Deny {
+            return NetAnswer::Deny;
+        }
+        let rule = format!("WebFetch(domain:{host})");
+        let standard = warden_netproxy::DEFAULT_PORTS.contains(&port);
+        let decision = warden_protocol::Decision {
+            reason: format!(
+                "a command wants to reach {host}:{port}, which the network allowlist does not name"
+            ),
+            ..verdict.decision
+        };
+        let answer = Terminal.ask(&Question {
+            tool: "network",
+            arguments: &format!("{host}:{port}"),
+            decision: &decision,
+            rule: standard.then_some(rule.as_str()),
+        });
+        match answer {
+            Answer::Once => NetAnswer::Once,
+            Answer::Session => NetAnswer::Session,
+            Answer::Always => {
+                let _ = warden_config::remember_rule(&root, warden_config::RuleList::Allow, &rule);
+                NetAnswer::Always
+            }
+            Answer::Deny(_) => NetAnswer::Deny,
+        }
+    })
 }
 
 /// Shows nothing.

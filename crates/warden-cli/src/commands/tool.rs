@@ -33,6 +33,12 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
         None => SessionId::new(),
     };
+    if settings.sandbox.network.mode == "allowlist" {
+        let sink = warden_tools::egress::trace_sink(session.clone());
+        let proxy = warden_tools::egress::start(&settings, &[], &[], sink, None)
+            .map_err(|e| CliError::usage(anyhow!(e)))?;
+        ctx = ctx.with_egress(proxy);
+    }
     let store = if args.no_trace {
         None
     } else {
