@@ -327,6 +327,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) -> std::io::Re
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .preserve_header_case(true)
+        .max_buf_size(64 * 1024)
         .serve_connection(io, service)
         .with_upgrades()
         .await;

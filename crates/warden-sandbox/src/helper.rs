@@ -151,6 +151,7 @@ fn bridge(port: u16) -> std::io::Result<()> {
     }
     let socket = sys::owned_fd(5);
     let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))?;
+    sys::listen(listener.as_raw_fd(), 4096)?;
     sys::send_fd(socket.as_raw_fd(), listener.as_raw_fd())
 }
 

@@ -597,3 +597,10 @@ pub(crate) fn recv_fd(socket: libc::c_int) -> io::Result<Option<std::os::fd::Own
         Ok(Some(std::os::fd::OwnedFd::from_raw_fd(fd)))
     }
 }
+
+/// Listens on `fd` again with room for `backlog` connections not yet accepted (the standard
+/// library's 128 overflows when a thousand clients connect at once).
+pub(crate) fn listen(fd: libc::c_int, backlog: libc::c_int) -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    check(unsafe { libc::listen(fd, backlog) })
+}
