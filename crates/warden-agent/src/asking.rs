@@ -27,8 +27,9 @@ impl Agent<'_> {
         self.trace("approval_requested", &request);
         self.sink.event("approval_requested", &request);
         // The one wider sandbox granted for a call is the network for a command that needs it.
-        let network =
-            escalation && checked.name == "bash" && needs_network(&self.engine, &checked.args);
+        let network = escalation
+            && (checked.name == "webFetch"
+                || checked.name == "bash" && needs_network(&self.engine, &checked.args));
         let answer = match self.approver {
             Some(_) | None if escalation && !network => Answer::Deny(Some(
                 "this needs a wider sandbox than the session has (writing outside the writable \

@@ -103,6 +103,8 @@ pub struct ToolContext {
     /// The session's egress proxy, when the network is `allowlist`: every sandboxed command's
     /// only way out. Without one such commands have no network at all.
     pub egress: Option<std::sync::Arc<warden_netproxy::Proxy>>,
+    /// Where the connections of `webFetch` are recorded (the session's trace).
+    pub egress_sink: Option<crate::egress::RecordSink>,
 }
 
 impl ToolContext {
@@ -139,11 +141,19 @@ impl ToolContext {
             network_once: std::sync::atomic::AtomicBool::new(false),
             skill_dirs: std::sync::RwLock::default(),
             egress: None,
+            egress_sink: None,
         })
     }
 }
 
 impl ToolContext {
+    /// Records the connections of `webFetch` through `sink`.
+    #[must_use]
+    pub fn with_egress_sink(mut self, sink: warden_netproxy::Sink) -> Self {
+        self.egress_sink = Some(crate::egress::RecordSink(sink));
+        self
+    }
+
     /// Sends the network of allowlist commands through `proxy`.
     #[must_use]
     pub fn with_egress(mut self, proxy: warden_netproxy::Proxy) -> Self {

@@ -53,6 +53,16 @@ pub fn resolver() -> Result<Resolver, String> {
     Ok(Resolver::Fixed(names))
 }
 
+/// Where connection records go, shown by name only.
+#[derive(Clone)]
+pub struct RecordSink(pub Sink);
+
+impl std::fmt::Debug for RecordSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordSink")
+    }
+}
+
 /// Records of `session` into the trace at its default place, through a connection of their
 /// own (the proxy runs on its own thread). A record that cannot be written is dropped; the
 /// connection it describes is not affected.

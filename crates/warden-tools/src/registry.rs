@@ -121,6 +121,7 @@ impl Registry {
         registry.register(crate::read::ReadFile)?;
         registry.register(crate::glob::Glob)?;
         registry.register(crate::grep::Grep)?;
+        registry.register(crate::fetch::WebFetch)?;
         Ok(registry)
     }
 

@@ -395,6 +395,12 @@ fn action(name: &str, args: &Value) -> Action {
         "grep" => Action::Grep(path("path")),
         "writeFile" => Action::Write(path("path")),
         "editFile" => Action::Edit(path("path")),
+        "webFetch" => Action::Fetch(
+            args.get("url")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
         "bash" => Action::Bash(
             args.get("command")
                 .and_then(Value::as_str)

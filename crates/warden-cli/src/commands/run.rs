@@ -275,6 +275,7 @@ fn start(
     let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
     if settings.sandbox.network.mode == "allowlist" {
         let sink = warden_tools::egress::trace_sink(session.clone());
         let ask = interactive.then(|| network_asker(&settings, &engine));

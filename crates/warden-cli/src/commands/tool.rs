@@ -33,6 +33,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
         None => SessionId::new(),
     };
+    ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
     if settings.sandbox.network.mode == "allowlist" {
         let sink = warden_tools::egress::trace_sink(session.clone());
         let proxy = warden_tools::egress::start(&settings, &[], &[], sink, None)
