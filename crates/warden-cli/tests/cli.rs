@@ -169,6 +169,7 @@ fn tools_json_prints_every_schema() {
             "glob",
             "grep",
             "readFile",
+            "webFetch",
             "writeFile"
         ]
     );
