@@ -650,3 +650,141 @@ fn web_fetch_reads_an_allowed_page_as_text_through_the_same_checks() {
     assert_eq!(other.code, 1, "{}", other.stdout);
     assert!(!other.stdout.contains("Docs"));
 }
+
+/// A TLS server for `secure.test` on 127.0.0.1, its certificate signed by a test CA (written to
+/// `ca_file`); it answers with its request line and the `Authorization` it got.
+fn tls_server(ca_file: &std::path::Path) -> u16 {
+    use rustls::pki_types::PrivateKeyDer;
+    let ca = rcgen::CertifiedIssuer::self_signed(
+        {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params
+        },
+        rcgen::KeyPair::generate().unwrap(),
+    )
+    .unwrap();
+    std::fs::write(ca_file, ca.pem()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["secure.test".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = std::sync::Arc::clone(&config);
+            std::thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                while !request.ends_with(b"\r\n\r\n") {
+                    if std::io::Read::read(&mut tls, &mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    request.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                let line = text.lines().next().unwrap_or("").to_owned();
+                let body = format!("tls server saw: {line}");
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.flush();
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_host_whose_rule_names_methods_and_paths_is_decided_request_by_request() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let ca = p.tmp().join("upstream-ca.pem");
+    let port = tls_server(&ca);
+    let rule = format!("GET secure.test:{port}/pkg/*");
+    let before = ca_dirs();
+    let settings = p.tmp().join("open.toml");
+    std::fs::write(
+        &settings,
+        "[sandbox.network]\nblock_private_ranges = false\n",
+    )
+    .unwrap();
+    let script = format!(
+        "curl -s -m 10 https://secure.test:{port}/pkg/left-pad; echo; \
+         curl -s -m 10 -o /dev/null -w '%{{http_code}}\\n' -X PUT https://secure.test:{port}/pkg/left-pad; \
+         curl -s -m 10 -o /dev/null -w '%{{http_code}}\\n' https://secure.test:{port}/admin; \
+         test -r \"$SSL_CERT_FILE\" && grep -c 'BEGIN CERTIFICATE' \"$NODE_EXTRA_CA_CERTS\""
+    );
+    let mut cmd = p.command();
+    cmd.env("WARDEN_TEST_RESOLVE", "secure.test=127.0.0.1")
+        .env("WARDEN_TEST_UPSTREAM_CA", &ca)
+        .args(["exec", "--json", "--net", "allowlist", "--settings"])
+        .arg(&settings)
+        .args(["--allow-host", &rule, "--", "bash", "-c", &script]);
+    let run = finish(&cmd.output().unwrap());
+    let json: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
+    assert_eq!(
+        stdout(&json),
+        "tls server saw: GET /pkg/left-pad HTTP/1.1\n403\n403\n1\n",
+        "a download passes, publishing and other paths do not; the CA is there to trust: {json}"
+    );
+    let seen = connections(&p, &json);
+    let requests: Vec<String> = seen
+        .iter()
+        .filter(|c| c["kind"] == "https")
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                c["method"].as_str().unwrap(),
+                c["path"].as_str().unwrap(),
+                c["decision"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            "GET /pkg/left-pad allow",
+            "PUT /pkg/left-pad deny",
+            "GET /admin deny"
+        ],
+        "{seen:?}"
+    );
+    // The CA's files are gone with the run (no other test makes any).
+    assert_eq!(ca_dirs(), before, "this run's CA was left behind");
+}
+
+fn ca_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("warden-ca-"))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}

@@ -129,6 +129,8 @@ fn serve(ports: &[String]) -> ! {
         resolver: Resolver::Fixed(vec![("bench.test".into(), vec![loopback])]),
         ask: None,
         sink: Arc::new(|_| {}),
+        inject: Vec::new(),
+        upstream_roots: None,
     })
     .unwrap();
     // As the sandbox's bridge makes it: room for a thousand connections not yet accepted.

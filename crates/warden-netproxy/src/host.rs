@@ -114,12 +114,18 @@ pub enum Pattern {
     Subdomains(String),
 }
 
-/// One allow or deny entry: a host pattern and the ports it covers.
+/// One allow or deny entry: a host pattern and the ports it covers, and for an allow entry,
+/// optionally the methods and paths of the requests it lets through (which the proxy can
+/// only see by terminating TLS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub pattern: Pattern,
     /// `None`: the default ports, 80 and 443.
     pub ports: Option<Vec<u16>>,
+    /// `None`: every method.
+    pub methods: Option<Vec<String>>,
+    /// A path pattern (`/v1/*`, `*` any run of characters); `None`: every path.
+    pub path: Option<String>,
     /// As written, for reasons.
     pub text: String,
 }
@@ -128,14 +134,46 @@ pub struct Entry {
 pub const DEFAULT_PORTS: [u16; 2] = [80, 443];
 
 impl Entry {
-    /// Reads `example.com`, `*.example.com`, `example.com:8443`, `10.0.0.5`, `[::1]:8080`.
+    /// Reads `example.com`, `*.example.com`, `example.com:8443`, `10.0.0.5`, `[::1]:8080`, and
+    /// with methods and a path, `GET,HEAD registry.npmjs.org/lodash*`.
     pub fn parse(text: &str) -> Result<Self, HostError> {
         let trimmed = text.trim();
         let err = |reason| HostError {
             host: trimmed.to_owned(),
             reason,
         };
-        let (host, port) = split_port(trimmed).map_err(err)?;
+        let (methods, target) = match trimmed.split_once(char::is_whitespace) {
+            Some((methods, rest)) => {
+                let list: Vec<String> = methods
+                    .split(',')
+                    .map(|m| m.trim().to_ascii_uppercase())
+                    .collect();
+                if list
+                    .iter()
+                    .any(|m| m.is_empty() || !m.chars().all(|c| c.is_ascii_uppercase()))
+                {
+                    return Err(err(
+                        "methods are words like GET or POST, separated by commas",
+                    ));
+                }
+                (Some(list), rest.trim())
+            }
+            None => (None, trimmed),
+        };
+        // The path starts at the first `/` after the host (an IPv6 host is bracketed).
+        let host_end = if target.starts_with('[') {
+            target.find(']').map_or(target.len(), |i| i + 1)
+        } else {
+            0
+        };
+        let (target, path) = match target[host_end..].find('/') {
+            Some(at) => (
+                &target[..host_end + at],
+                Some(target[host_end + at..].to_owned()),
+            ),
+            None => (target, None),
+        };
+        let (host, port) = split_port(target).map_err(err)?;
         let ports = port.map(|p| vec![p]);
         let pattern = match host.strip_prefix("*.") {
             Some(rest) => match Host::parse(rest)? {
@@ -150,8 +188,29 @@ impl Entry {
         Ok(Self {
             pattern,
             ports,
+            methods,
+            path,
             text: trimmed.to_owned(),
         })
+    }
+
+    /// Whether the entry limits methods or paths: only seen by terminating TLS.
+    pub fn inspects(&self) -> bool {
+        self.methods.is_some() || self.path.is_some()
+    }
+
+    /// Whether a request of `method` for `path` (origin-form, query included) is covered.
+    pub fn matches_request(&self, method: &str, path: &str) -> bool {
+        let method_ok = self
+            .methods
+            .as_ref()
+            .is_none_or(|m| m.iter().any(|m| m.eq_ignore_ascii_case(method)));
+        let path_only = path.split(['?', '#']).next().unwrap_or(path);
+        let path_ok = self
+            .path
+            .as_ref()
+            .is_none_or(|pattern| wildcard(pattern.as_bytes(), path_only.as_bytes()));
+        method_ok && path_ok
     }
 
     /// Whether the entry covers `host` (ports not considered).
@@ -182,6 +241,28 @@ impl Entry {
             Pattern::Subdomains(_) => false,
         }
     }
+}
+
+/// `*` matches any run of bytes; everything else matches itself.
+fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
 }
 
 /// `host` and its port, where one is given.
@@ -363,6 +444,25 @@ mod tests {
         ] {
             assert_eq!(private_range(ip.parse().unwrap()), None, "{ip}");
         }
+    }
+
+    #[test]
+    fn methods_and_paths_limit_requests() {
+        let entry = Entry::parse("GET,head registry.npmjs.org/lodash*").unwrap();
+        assert_eq!(entry.pattern, Pattern::Exact(name("registry.npmjs.org")));
+        assert!(entry.inspects() && entry.matches_port(443));
+        assert!(entry.matches_request("GET", "/lodash/-/lodash-4.17.21.tgz"));
+        assert!(entry.matches_request("HEAD", "/lodash?write=true"));
+        assert!(
+            !entry.matches_request("PUT", "/lodash"),
+            "publishing is another grant"
+        );
+        assert!(!entry.matches_request("GET", "/left-pad"));
+        let path_only = Entry::parse("api.example.com:8443/v1/*").unwrap();
+        assert_eq!(path_only.ports, Some(vec![8443]));
+        assert!(path_only.matches_request("POST", "/v1/items"));
+        assert!(!Entry::parse("example.com").unwrap().inspects());
+        assert!(Entry::parse("get/ example.com").is_err());
     }
 
     #[test]

@@ -13,9 +13,9 @@ use crate::host::{Host, split_port};
 use crate::server::{Record, Shared, record};
 use crate::tunnel::{Counted, tunnel};
 
-type Body = BoxBody<Bytes, hyper::Error>;
+pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
 
-fn text(status: StatusCode, message: &str) -> Response<Body> {
+pub(crate) fn text(status: StatusCode, message: &str) -> Response<Body> {
     let mut response = Response::new(
         Full::new(Bytes::from(format!("warden: {message}\n")))
             .map_err(|never| match never {})
@@ -64,13 +64,14 @@ async fn connect_request(shared: Arc<Shared>, req: Request<Incoming>) -> Respons
         }
     };
     rec.host = host.to_string();
-    let (addr, rule) = match shared.decide(&host, port).await {
+    let decided = match shared.decide(&host, port).await {
         Ok(found) => found,
         Err(why) => {
             shared.record(rec.because(&why));
             return text(StatusCode::FORBIDDEN, &why);
         }
     };
+    let (addr, rule) = (decided.addr, decided.rule.clone());
     rec.ip = Some(addr.ip());
     let upstream = match TcpStream::connect(addr).await {
         Ok(s) => s,
@@ -90,7 +91,7 @@ async fn connect_request(shared: Arc<Shared>, req: Request<Incoming>) -> Respons
             return;
         };
         let client = hyper_util::rt::TokioIo::new(upgraded);
-        tunnel(shared, client, upstream, host, rule, rec).await;
+        tunnel(shared, client, upstream, host, decided, rec).await;
     });
     Response::new(
         http_body_util::Empty::new()
@@ -175,11 +176,39 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
             );
         }
     }
-    let (addr, rule) = match shared.decide(&host, port).await {
+    let decided = match shared.decide(&host, port).await {
         Ok(found) => found,
         Err(why) => return deny(&shared, rec, StatusCode::FORBIDDEN, why),
     };
+    let (addr, mut rule) = (decided.addr, decided.rule);
     rec.ip = Some(addr.ip());
+    // Plain HTTP shows its method and path: rules that limit them decide here.
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    rec.path = Some(path.clone());
+    if let Some(rules) = decided
+        .intercept
+        .as_ref()
+        .and_then(crate::server::Intercept::rules)
+    {
+        let method = req.method().as_str().to_owned();
+        let Some(entry) = rules.iter().find(|e| e.matches_request(&method, &path)) else {
+            let why = format!("{method} {path} on {host} is not allowed by the allowlist");
+            return deny(&shared, rec, StatusCode::FORBIDDEN, why);
+        };
+        rule.clone_from(&entry.text);
+    }
+    for injection in shared
+        .injections
+        .iter()
+        .filter(|i| i.host.matches_host(&host))
+    {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(injection.header.as_bytes()),
+            hyper::header::HeaderValue::from_str(&injection.value),
+        ) {
+            req.headers_mut().insert(name, value);
+        }
+    }
     let upstream = match TcpStream::connect(addr).await {
         Ok(s) => s,
         Err(e) => {
@@ -203,7 +232,6 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
         );
     };
     // Origin-form upstream, without the proxy's own headers.
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     *req.uri_mut() = path.parse().unwrap_or_default();
     for name in ["proxy-authorization", "proxy-connection"] {
         req.headers_mut().remove(name);

@@ -10,6 +10,7 @@
 
 mod host;
 mod http;
+mod intercept;
 mod policy;
 mod server;
 mod socks;
@@ -17,5 +18,6 @@ pub mod tls;
 mod tunnel;
 
 pub use host::{DEFAULT_PORTS, Entry, Host, HostError, Pattern, private_range, split_port};
+pub use intercept::Injection;
 pub use policy::{NetPolicy, Verdict};
 pub use server::{Answer, Ask, Config, Counts, Proxy, Record, Resolver, Sink};

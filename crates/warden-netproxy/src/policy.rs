@@ -56,6 +56,23 @@ impl NetPolicy {
         }
     }
 
+    /// Whether any entry limits methods or paths (so the proxy needs its own CA).
+    pub fn inspects(&self) -> bool {
+        self.allow.iter().any(Entry::inspects)
+    }
+
+    /// The entries that decide each request to `host:port`, when every allow entry naming it
+    /// limits methods or paths; `None` when one allows it whole (a tunnel is enough).
+    pub fn inspection(&self, host: &Host, port: u16) -> Option<Vec<Entry>> {
+        let named: Vec<&Entry> = self
+            .allow
+            .iter()
+            .filter(|e| e.matches_host(host) && e.matches_port(port))
+            .collect();
+        (!named.is_empty() && named.iter().all(|e| e.inspects()))
+            .then(|| named.into_iter().cloned().collect())
+    }
+
     /// Whether nothing at all is allowed.
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty()

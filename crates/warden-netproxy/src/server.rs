@@ -63,7 +63,8 @@ pub type Ask = Arc<dyn Fn(&str, u16) -> Answer + Send + Sync>;
 pub struct Record {
     /// Milliseconds since the Unix epoch, when it was decided.
     pub time_ms: u64,
-    /// `http`, `connect` or `socks`.
+    /// `http`, `connect`, `socks`, or `https` (a request inside a tunnel whose TLS the proxy
+    /// ends).
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
@@ -79,6 +80,9 @@ pub struct Record {
     /// The server name a TLS client asked for, when it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
+    /// The request's path, where the proxy saw it (plain HTTP, or a host whose TLS it ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The HTTP status, where the proxy saw it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -101,6 +105,55 @@ pub struct Config {
     /// Asked about unlisted hosts; without one they are refused.
     pub ask: Option<Ask>,
     pub sink: Sink,
+    /// Headers put on the requests to some hosts (credentials the sandbox never sees); their
+    /// hosts' TLS is ended by the proxy.
+    pub inject: Vec<crate::intercept::Injection>,
+    /// The roots upstream certificates are verified against; `None`: the system's (webpki).
+    pub upstream_roots: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
+}
+
+impl Config {
+    /// A proxy of `policy`, records to `sink`, no asker, nothing injected, the system's roots.
+    pub fn new(policy: NetPolicy, resolver: Resolver, sink: Sink) -> Self {
+        Self {
+            policy,
+            resolver,
+            ask: None,
+            sink,
+            inject: Vec::new(),
+            upstream_roots: None,
+        }
+    }
+}
+
+/// Where one connection goes, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct Decided {
+    /// The one address checked, and connected to.
+    pub(crate) addr: SocketAddr,
+    /// The entry that allowed it, or who did.
+    pub(crate) rule: String,
+    /// `Some`: the proxy ends TLS and sees each request.
+    pub(crate) intercept: Option<Intercept>,
+}
+
+/// Why the proxy ends a host's TLS.
+#[derive(Debug, Clone)]
+pub(crate) enum Intercept {
+    /// These entries decide each request by method and path.
+    Requests(Vec<Entry>),
+    /// Only a credential is put on: every request goes through.
+    Credentials,
+}
+
+impl Intercept {
+    /// The entries that decide requests, if any do.
+    pub(crate) fn rules(&self) -> Option<&[Entry]> {
+        match self {
+            Self::Requests(rules) => Some(rules),
+            Self::Credentials => None,
+        }
+    }
 }
 
 /// Connections allowed and refused so far.
@@ -115,6 +168,11 @@ pub(crate) struct Shared {
     resolver: Resolver,
     ask: Option<Ask>,
     sink: Sink,
+    pub(crate) injections: Vec<crate::intercept::Injection>,
+    pub(crate) client_tls: Arc<rustls::ClientConfig>,
+    /// Present when some host's TLS is ended here.
+    pub(crate) server_tls: Option<Arc<rustls::ServerConfig>>,
+    ca: Option<Arc<crate::intercept::Ca>>,
     allowed: AtomicU64,
     denied: AtomicU64,
 }
@@ -136,8 +194,16 @@ impl std::fmt::Debug for Proxy {
 }
 
 impl Proxy {
-    /// Starts the proxy's thread; it serves nothing until given a listener.
+    /// Starts the proxy's thread; it serves nothing until given a listener. A CA of its own is
+    /// made when some host's rules or credentials need its TLS ended.
     pub fn start(config: Config) -> std::io::Result<Self> {
+        let ca = if config.policy.inspects() || !config.inject.is_empty() {
+            Some(Arc::new(crate::intercept::Ca::new().map_err(|e| {
+                std::io::Error::other(format!("making this run's CA: {e}"))
+            })?))
+        } else {
+            None
+        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -157,6 +223,10 @@ impl Proxy {
                 resolver: config.resolver,
                 ask: config.ask,
                 sink: config.sink,
+                injections: config.inject,
+                client_tls: crate::intercept::client_config(config.upstream_roots.as_deref()),
+                server_tls: ca.as_ref().map(crate::intercept::server_config),
+                ca,
                 allowed: AtomicU64::new(0),
                 denied: AtomicU64::new(0),
             }),
@@ -184,6 +254,11 @@ impl Proxy {
             }
         });
         Ok(())
+    }
+
+    /// The certificate of this run's CA, when it has one: what the sandbox must trust.
+    pub fn ca_pem(&self) -> Option<String> {
+        self.shared.ca.as_ref().map(|ca| ca.pem())
     }
 
     /// How many connections were allowed and refused.
@@ -234,11 +309,7 @@ impl Shared {
 
     /// The policy's decision for `host:port`, a person's where the host is unlisted, then the
     /// resolution and its check: the one address to connect to, and the rule, or why not.
-    pub(crate) async fn decide(
-        &self,
-        host: &Host,
-        port: u16,
-    ) -> Result<(SocketAddr, String), String> {
+    pub(crate) async fn decide(&self, host: &Host, port: u16) -> Result<Decided, String> {
         let verdict = self
             .policy
             .read()
@@ -279,8 +350,23 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .check_addresses(host, explicit, &addrs)?;
+        let rules = self
+            .policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .inspection(host, port);
+        let credential = self.injections.iter().any(|i| i.host.matches_host(host));
+        let intercept = match rules {
+            Some(rules) => Some(Intercept::Requests(rules)),
+            None if credential => Some(Intercept::Credentials),
+            None => None,
+        };
         // The checked address is the one connected to: no second resolution to rebind.
-        Ok((SocketAddr::new(addrs[0], port), rule))
+        Ok(Decided {
+            addr: SocketAddr::new(addrs[0], port),
+            rule,
+            intercept,
+        })
     }
 }
 
@@ -303,6 +389,7 @@ pub(crate) fn record(kind: &'static str, host: &str, port: u16) -> Record {
         decision: "deny",
         reason: String::new(),
         sni: None,
+        path: None,
         status: None,
         bytes_up: 0,
         bytes_down: 0,

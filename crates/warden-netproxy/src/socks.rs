@@ -105,7 +105,7 @@ pub(crate) async fn socks_connection(
         },
     };
     rec.host = host.to_string();
-    let (addr, rule) = match shared.decide(&host, port).await {
+    let decided = match shared.decide(&host, port).await {
         Ok(found) => found,
         Err(why) => {
             rec.reason = why;
@@ -113,6 +113,7 @@ pub(crate) async fn socks_connection(
             return reply(&mut stream, NOT_ALLOWED).await;
         }
     };
+    let (addr, rule) = (decided.addr, decided.rule.clone());
     rec.ip = Some(addr.ip());
     let upstream = match TcpStream::connect(addr).await {
         Ok(s) => s,
@@ -125,6 +126,6 @@ pub(crate) async fn socks_connection(
     };
     let _ = upstream.set_nodelay(true);
     reply(&mut stream, SUCCEEDED).await?;
-    tunnel(shared, stream, upstream, host, rule, rec).await;
+    tunnel(shared, stream, upstream, host, decided, rec).await;
     Ok(())
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::host::Host;
-use crate::server::{Record, Shared};
+use crate::host::{Entry, Host};
+use crate::server::{Decided, Record, Shared};
 use crate::tls::{self, Hello};
 
 /// The buffer of each direction of a tunnel: large enough for a stream at several gigabits a
@@ -22,11 +22,12 @@ pub(crate) async fn tunnel<C>(
     mut client: C,
     mut upstream: TcpStream,
     host: Host,
-    rule: String,
+    decided: Decided,
     mut rec: Record,
 ) where
-    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let rule = decided.rule.clone();
     // What the client sent first, read straight into one growing buffer (a tunnel's state is
     // kept per connection: no fixed buffer beside it).
     let mut first = Vec::with_capacity(1024);
@@ -59,24 +60,50 @@ pub(crate) async fn tunnel<C>(
         }
     };
     let verdict = verdict.and_then(|tls| match (tls, &host) {
-        (None, _) => Ok(()),
-        (Some(None), Host::Ip(_)) => Ok(()),
+        (None, _) => Ok(false),
+        (Some(None), Host::Ip(_)) => Ok(true),
         (Some(None), Host::Name(_)) => Err(format!(
             "the TLS hello names no server, and {host} was asked for"
         )),
         (Some(Some(sni)), _) => {
             rec.sni = Some(sni.clone());
             match Host::parse(&sni) {
-                Ok(named) if named == host => Ok(()),
+                Ok(named) if named == host => Ok(true),
                 _ => Err(format!(
                     "the TLS hello asks for {sni}, not {host}: a tunnel may not front for another host"
                 )),
             }
         }
     });
+    let tls = matches!(&verdict, Ok(true));
+    let verdict = verdict.and_then(|_| match (&decided.intercept, tls) {
+        (Some(_), false) => Err(format!(
+            "the rules for {host} decide each request, so its tunnel must carry TLS the proxy can \
+             end; send plain HTTP as an absolute-form request instead"
+        )),
+        _ => Ok(()),
+    });
     if let Err(why) = verdict {
         rec.reason = why;
         shared.record(rec);
+        return;
+    }
+    // A host whose rules decide each request: the proxy ends TLS here, with a certificate of
+    // this run's CA, and sees every request.
+    if let (Some(intercept), Some(server)) = (decided.intercept, shared.server_tls.clone()) {
+        drop(upstream);
+        let acceptor = tokio_rustls::TlsAcceptor::from(server);
+        let Ok(accepted) = acceptor
+            .accept(crate::intercept::Prefixed::new(first, client))
+            .await
+        else {
+            "the client refused this run's certificate (is its CA trusted?)"
+                .clone_into(&mut rec.reason);
+            shared.record(rec);
+            return;
+        };
+        let rules = intercept.rules().map(<[Entry]>::to_vec);
+        crate::intercept::serve(shared, accepted, host, decided.addr, rules, rec).await;
         return;
     }
     rec.decision = "allow";
@@ -101,14 +128,14 @@ pub(crate) async fn tunnel<C>(
 }
 
 /// A stream that counts the bytes written to it and read from it.
-pub(crate) struct Counted {
-    inner: TcpStream,
+pub(crate) struct Counted<S = TcpStream> {
+    inner: S,
     pub(crate) up: Arc<AtomicU64>,
     pub(crate) down: Arc<AtomicU64>,
 }
 
-impl Counted {
-    pub(crate) fn new(inner: TcpStream) -> Self {
+impl<S> Counted<S> {
+    pub(crate) fn new(inner: S) -> Self {
         Self {
             inner,
             up: Arc::new(AtomicU64::new(0)),
@@ -117,7 +144,7 @@ impl Counted {
     }
 }
 
-impl tokio::io::AsyncRead for Counted {
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<S> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -131,7 +158,7 @@ impl tokio::io::AsyncRead for Counted {
     }
 }
 
-impl tokio::io::AsyncWrite for Counted {
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<S> {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

@@ -93,6 +93,12 @@ impl Tool for Bash {
         if ctx.network_once.load(std::sync::atomic::Ordering::SeqCst) {
             request.network = true;
         }
+        if let Some(egress) = &ctx.egress
+            && request.proxy_port.is_some()
+            && !request.network
+        {
+            egress.trust(&mut request);
+        }
         if let (Some(asked), Some(limit)) = (args.timeout_seconds, request.limits.timeout_ms) {
             request.limits.timeout_ms = Some(asked.saturating_mul(1000).min(limit));
         }
@@ -108,11 +114,11 @@ impl Tool for Bash {
             plan.limits.timeout_ms = None;
             return background(ctx, &command, Sandbox::new(helper), plan);
         }
-        let before = ctx.egress.as_ref().map(|p| p.counts());
+        let before = ctx.egress.as_ref().map(|e| e.proxy.counts());
         let outcome = Sandbox::new(helper)
             .run_serving(&plan, Output::Capture, &mut |listener| {
-                if let Some(proxy) = &ctx.egress {
-                    let _ = proxy.serve(listener);
+                if let Some(egress) = &ctx.egress {
+                    let _ = egress.proxy.serve(listener);
                 }
             })
             .map_err(unavailable)?;
@@ -133,8 +139,8 @@ impl Tool for Bash {
             result["timedOut"] = json!(true);
         }
         // What went through the egress proxy during this command, and what it refused.
-        if let (Some(proxy), Some(before), Some(_)) = (&ctx.egress, before, plan.proxy_port) {
-            let after = proxy.counts();
+        if let (Some(egress), Some(before), Some(_)) = (&ctx.egress, before, plan.proxy_port) {
+            let after = egress.proxy.counts();
             result["network"] = json!({
                 "allowed": after.allowed.saturating_sub(before.allowed),
                 "denied": after.denied.saturating_sub(before.denied),

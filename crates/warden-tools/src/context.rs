@@ -102,7 +102,7 @@ pub struct ToolContext {
     pub skill_dirs: std::sync::RwLock<Vec<PathBuf>>,
     /// The session's egress proxy, when the network is `allowlist`: every sandboxed command's
     /// only way out. Without one such commands have no network at all.
-    pub egress: Option<std::sync::Arc<warden_netproxy::Proxy>>,
+    pub egress: Option<std::sync::Arc<crate::egress::Egress>>,
     /// Where the connections of `webFetch` are recorded (the session's trace).
     pub egress_sink: Option<crate::egress::RecordSink>,
 }
@@ -156,8 +156,8 @@ impl ToolContext {
 
     /// Sends the network of allowlist commands through `proxy`.
     #[must_use]
-    pub fn with_egress(mut self, proxy: warden_netproxy::Proxy) -> Self {
-        self.egress = Some(std::sync::Arc::new(proxy));
+    pub fn with_egress(mut self, egress: crate::egress::Egress) -> Self {
+        self.egress = Some(std::sync::Arc::new(egress));
         self
     }
 

@@ -13,6 +13,10 @@ use warden_protocol::SessionId;
 /// only those names (never the system's resolver), so tests reach servers on 127.0.0.1 by name.
 pub const TEST_RESOLVE: &str = "WARDEN_TEST_RESOLVE";
 
+/// The environment variable of the test roots: a PEM file the proxy verifies upstream
+/// certificates against instead of the system's roots (tests' TLS servers on 127.0.0.1).
+pub const TEST_UPSTREAM_CA: &str = "WARDEN_TEST_UPSTREAM_CA";
+
 /// The allowlist of `settings`, plus `allow` and `deny` entries (from the command line).
 pub fn policy(settings: &Settings, allow: &[String], deny: &[String]) -> Result<NetPolicy, String> {
     let net = &settings.sandbox.network;
@@ -79,6 +83,77 @@ pub fn trace_sink(session: SessionId) -> Sink {
     })
 }
 
+/// The egress proxy of a session, and what sandboxed commands need to trust it.
+#[derive(Debug)]
+pub struct Egress {
+    pub proxy: Proxy,
+    /// The directory holding the CA bundle, when the proxy ends some hosts' TLS; removed with
+    /// the session.
+    trust: Option<std::path::PathBuf>,
+}
+
+/// The variables of TLS clients that name a CA bundle (the whole bundle: the system's and
+/// this run's CA).
+const BUNDLE_VARIABLES: &[&str] = &[
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "PIP_CERT",
+    "CARGO_HTTP_CAINFO",
+];
+
+impl Egress {
+    /// Lets `request`'s command trust this run's CA: the bundle's directory readable, and the
+    /// usual variables pointing at it (Node adds `NODE_EXTRA_CA_CERTS` to its own roots).
+    pub fn trust(&self, request: &mut warden_sandbox::Request) {
+        let Some(dir) = &self.trust else {
+            return;
+        };
+        request.allow_read.push(dir.clone());
+        let bundle = dir.join("bundle.pem").display().to_string();
+        for name in BUNDLE_VARIABLES {
+            request.env.push(((*name).to_owned(), bundle.clone()));
+        }
+        request.env.push((
+            "NODE_EXTRA_CA_CERTS".to_owned(),
+            dir.join("ca.pem").display().to_string(),
+        ));
+    }
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        if let Some(dir) = self.trust.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Where the system's CA bundle is, on the usual distributions.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// Writes this run's CA (its certificate only: the key never leaves the proxy) and a bundle
+/// of the system's roots with it, in a directory of its own.
+fn write_trust(ca_pem: &str) -> Result<std::path::PathBuf, String> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("warden-ca-{}-{n}", std::process::id()));
+    let err = |e: std::io::Error| format!("the CA bundle in {}: {e}", dir.display());
+    std::fs::create_dir_all(&dir).map_err(err)?;
+    let system = SYSTEM_BUNDLES
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    std::fs::write(dir.join("ca.pem"), ca_pem).map_err(err)?;
+    std::fs::write(dir.join("bundle.pem"), format!("{system}\n{ca_pem}")).map_err(err)?;
+    Ok(dir)
+}
+
 /// Starts the proxy of a session.
 pub fn start(
     settings: &Settings,
@@ -86,12 +161,18 @@ pub fn start(
     deny: &[String],
     sink: Sink,
     ask: Option<Ask>,
-) -> Result<Proxy, String> {
-    let config = Config {
-        policy: policy(settings, allow, deny)?,
-        resolver: resolver()?,
-        ask,
-        sink,
-    };
-    Proxy::start(config).map_err(|e| format!("the egress proxy could not start: {e}"))
+) -> Result<Egress, String> {
+    let mut config = Config::new(policy(settings, allow, deny)?, resolver()?, sink);
+    config.ask = ask;
+    if let Ok(path) = std::env::var(TEST_UPSTREAM_CA) {
+        use rustls::pki_types::pem::PemObject as _;
+        let roots = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(|e| format!("{TEST_UPSTREAM_CA}: {path}: {e}"))?;
+        config.upstream_roots = Some(roots);
+    }
+    let proxy =
+        Proxy::start(config).map_err(|e| format!("the egress proxy could not start: {e}"))?;
+    let trust = proxy.ca_pem().map(|pem| write_trust(&pem)).transpose()?;
+    Ok(Egress { proxy, trust })
 }

@@ -74,13 +74,8 @@ impl Tool for WebFetch {
             .map_or_else(|| Arc::new(|_| {}) as warden_netproxy::Sink, |s| s.0);
         let resolver =
             crate::egress::resolver().map_err(|e| ToolError::new(ToolErrorKind::Io, e))?;
-        let proxy = Proxy::start(Config {
-            policy,
-            resolver,
-            ask: None,
-            sink,
-        })
-        .map_err(|e| ToolError::new(ToolErrorKind::Io, format!("the fetch proxy: {e}")))?;
+        let proxy = Proxy::start(Config::new(policy, resolver, sink))
+            .map_err(|e| ToolError::new(ToolErrorKind::Io, format!("the fetch proxy: {e}")))?;
         let listener = std::net::TcpListener::bind("127.0.0.1:0")
             .map_err(|e| ToolError::new(ToolErrorKind::Io, format!("the fetch proxy: {e}")))?;
         let proxy_port = listener

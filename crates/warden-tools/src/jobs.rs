@@ -25,7 +25,7 @@ pub(crate) struct Job {
 type StartRequest = (
     Sandbox,
     Plan,
-    Option<Arc<warden_netproxy::Proxy>>,
+    Option<Arc<crate::egress::Egress>>,
     mpsc::Sender<Result<Running, SandboxError>>,
 );
 
@@ -59,8 +59,8 @@ impl Starter {
             .spawn(move || {
                 for (sandbox, plan, egress, reply) in incoming {
                     let started = sandbox.start_serving(&plan, &mut |listener| {
-                        if let Some(proxy) = &egress {
-                            let _ = proxy.serve(listener);
+                        if let Some(egress) = &egress {
+                            let _ = egress.proxy.serve(listener);
                         }
                     });
                     let _ = reply.send(started);
@@ -77,7 +77,7 @@ impl Jobs {
         cmd: &str,
         sandbox: Sandbox,
         plan: Plan,
-        egress: Option<Arc<warden_netproxy::Proxy>>,
+        egress: Option<Arc<crate::egress::Egress>>,
     ) -> Result<String, SandboxError> {
         let mut inner = self.lock();
         if inner.running.len() >= MAX_JOBS {

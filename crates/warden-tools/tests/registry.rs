@@ -17,6 +17,7 @@ fn every_builtin_tool_has_a_closed_object_schema() {
             "glob",
             "grep",
             "readFile",
+            "webFetch",
             "writeFile"
         ]
     );

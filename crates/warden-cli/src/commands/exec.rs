@@ -42,8 +42,13 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         cli = cli.over(warden_config::parse_str(&text, file).map_err(usage)?);
     }
     let settings = load_settings_with(Some(workspace.clone()), cli).map_err(|e| usage(e.error))?;
-    let request = request(&settings, &workspace, args)?;
+    let mut request = request(&settings, &workspace, args)?;
     let backend = args.backend.as_deref().unwrap_or("native");
+    // The allowlist's only way out: the egress proxy, serving the sandbox's own loopback.
+    let egress = egress(&request, backend, &settings, args)?;
+    if let Some((egress, _)) = &egress {
+        egress.trust(&mut request);
+    }
     if args.no_sandbox || backend == "none" {
         return unsandboxed(&settings, &request, args);
     }
@@ -61,11 +66,9 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     let native = Sandbox::new(helper);
     let bwrap = Bwrap::default();
     let chosen: &dyn Backend = if backend == "bwrap" { &bwrap } else { &native };
-    // The allowlist's only way out: the egress proxy, serving the sandbox's own loopback.
-    let egress = egress(&plan, backend, &settings, args)?;
     let ran = match &egress {
-        Some((proxy, _)) => native.run_serving(&plan, output, &mut |listener| {
-            if let Err(e) = proxy.serve(listener) {
+        Some((egress, _)) => native.run_serving(&plan, output, &mut |listener| {
+            if let Err(e) = egress.proxy.serve(listener) {
                 eprintln!("warden: the egress proxy cannot serve the sandbox: {e}");
             }
         }),
@@ -95,18 +98,18 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         Err(SandboxError::Setup(why)) => return Err(refused(&why)),
         Err(err) => return Err(refused(&err.to_string())),
     };
-    let network = egress.as_ref().map(|(proxy, session)| {
-        let counts = proxy.counts();
+    let network = egress.as_ref().map(|(egress, session)| {
+        let counts = egress.proxy.counts();
         json!({"mode": "allowlist", "allowed": counts.allowed, "denied": counts.denied, "session": session.as_str()})
     });
-    if let Some((proxy, session)) = &egress
+    if let Some((egress, session)) = &egress
         && !args.json
-        && proxy.counts().denied > 0
+        && egress.proxy.counts().denied > 0
     {
+        let counts = egress.proxy.counts();
         eprintln!(
             "warden: network: {} connections allowed, {} refused (see `warden trace network {session}`)",
-            proxy.counts().allowed,
-            proxy.counts().denied
+            counts.allowed, counts.denied
         );
     }
     if args.json {
@@ -121,12 +124,12 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
 
 /// The egress proxy of an allowlist run, and the session its connections are traced under.
 fn egress(
-    plan: &Plan,
+    request: &Request,
     backend: &str,
     settings: &Settings,
     args: &ExecArgs,
-) -> Result<Option<(warden_netproxy::Proxy, warden_protocol::SessionId)>, CliError> {
-    if plan.proxy_port.is_none() || backend == "bwrap" {
+) -> Result<Option<(warden_tools::egress::Egress, warden_protocol::SessionId)>, CliError> {
+    if request.proxy_port.is_none() || request.network || backend == "bwrap" || args.no_sandbox {
         return Ok(None);
     }
     let session = warden_protocol::SessionId::new();

@@ -1,0 +1,345 @@
+//! TLS interception, only where a rule needs it: a host whose allow entries limit methods or
+//! paths, or that carries a credential to inject. The proxy ends the client's TLS with a
+//! certificate for the name it asked for, signed by a CA made for this run (its key stays in
+//! memory and dies with the proxy; its certificate is what the sandbox trusts), decides each
+//! request by method and path, and sends it on over a new TLS connection to the address
+//! checked, verified against the system's roots.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::sign::CertifiedKey;
+use tokio::net::TcpStream;
+
+use crate::host::{Entry, Host};
+use crate::server::{Record, Shared};
+use crate::tunnel::Counted;
+
+/// A header put on every request to the hosts an entry names (a short-lived credential).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Injection {
+    pub host: Entry,
+    pub header: String,
+    pub value: String,
+}
+
+/// The CA of one run, and the certificates it made, by host.
+pub(crate) struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    leaves: Mutex<HashMap<String, Arc<CertifiedKey>>>,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ca")
+    }
+}
+
+impl Ca {
+    pub(crate) fn new() -> Result<Self, rcgen::Error> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "warden egress proxy (this run only)");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
+        Ok(Self {
+            issuer,
+            leaves: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The CA's certificate, for the sandbox to trust.
+    pub(crate) fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    fn leaf(&self, host: &str) -> Option<Arc<CertifiedKey>> {
+        let mut leaves = self.leaves.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = leaves.get(host) {
+            return Some(Arc::clone(found));
+        }
+        let key = KeyPair::generate().ok()?;
+        let params = CertificateParams::new(vec![host.to_owned()]).ok()?;
+        let cert = params.signed_by(&key, &self.issuer).ok()?;
+        let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let signing = rustls::crypto::ring::sign::any_supported_type(&der).ok()?;
+        let certified = Arc::new(CertifiedKey::new(
+            vec![cert.der().clone(), self.issuer.der().clone()],
+            signing,
+        ));
+        leaves.insert(host.to_owned(), Arc::clone(&certified));
+        Some(certified)
+    }
+}
+
+#[derive(Debug)]
+struct Certs(Arc<Ca>);
+
+impl rustls::server::ResolvesServerCert for Certs {
+    fn resolve(&self, hello: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.0.leaf(hello.server_name()?)
+    }
+}
+
+/// The server side: certificates made for each name asked, HTTP/1.1 only.
+pub(crate) fn server_config(ca: &Arc<Ca>) -> Arc<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap_or_else(|_| unreachable!("ring supports the default TLS versions"))
+    .with_no_client_auth()
+    .with_cert_resolver(Arc::new(Certs(Arc::clone(ca))));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// The client side: the upstream verified against `roots` (the system's, by default).
+pub(crate) fn client_config(
+    roots: Option<&[CertificateDer<'static>]>,
+) -> Arc<rustls::ClientConfig> {
+    let mut store = rustls::RootCertStore::empty();
+    match roots {
+        Some(roots) => {
+            for root in roots {
+                let _ = store.add(root.clone());
+            }
+        }
+        None => store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap_or_else(|_| unreachable!("ring supports the default TLS versions"))
+    .with_root_certificates(store)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
+/// Serves the requests of one intercepted tunnel: `client` is the client's TLS stream (already
+/// accepted), `rules` the entries that decide each request (`None`: every request, as when only
+/// a credential needs the interception).
+pub(crate) async fn serve<C>(
+    shared: Arc<Shared>,
+    client: C,
+    host: Host,
+    addr: SocketAddr,
+    rules: Option<Vec<Entry>>,
+    template: Record,
+) where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let rules = Arc::new(rules);
+    let host = Arc::new(host);
+    let service = hyper::service::service_fn(move |req| {
+        let (shared, rules, host, template) = (
+            Arc::clone(&shared),
+            Arc::clone(&rules),
+            Arc::clone(&host),
+            template.clone(),
+        );
+        async move {
+            Ok::<_, hyper::Error>(
+                request(
+                    shared,
+                    req,
+                    &host,
+                    addr,
+                    rules.as_ref().as_deref(),
+                    template,
+                )
+                .await,
+            )
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(client), service)
+        .await;
+}
+
+async fn request(
+    shared: Arc<Shared>,
+    mut req: Request<Incoming>,
+    host: &Host,
+    addr: SocketAddr,
+    rules: Option<&[Entry]>,
+    template: Record,
+) -> Response<crate::http::Body> {
+    let method = req.method().to_string();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let mut rec = template;
+    rec.kind = "https";
+    rec.method = Some(method.clone());
+    rec.path = Some(path.clone());
+    rec.authorization = req.headers().contains_key(hyper::header::AUTHORIZATION);
+    rec.cookie = req.headers().contains_key(hyper::header::COOKIE);
+    // The Host header must be the host the tunnel is for.
+    let named = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|h| crate::host::split_port(h).ok())
+        .and_then(|(h, _)| Host::parse(h).ok());
+    if named.is_some_and(|h| h != *host) {
+        let why = format!("the Host header is not {host}, the host of this tunnel");
+        shared.record(rec.because(&why));
+        return crate::http::text(StatusCode::BAD_REQUEST, &why);
+    }
+    if let Some(rules) = rules {
+        let Some(rule) = rules.iter().find(|e| e.matches_request(&method, &path)) else {
+            let allowed: Vec<&str> = rules.iter().map(|e| e.text.as_str()).collect();
+            let why = format!(
+                "{method} {path} on {host} is not allowed (the allowlist lets through: {})",
+                allowed.join("; ")
+            );
+            shared.record(rec.because(&why));
+            return crate::http::text(StatusCode::FORBIDDEN, &why);
+        };
+        rec.reason.clone_from(&rule.text);
+    }
+    // Credentials for this host, set here and never seen inside the sandbox.
+    for injection in shared
+        .injections
+        .iter()
+        .filter(|i| i.host.matches_host(host))
+    {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(injection.header.as_bytes()),
+            hyper::header::HeaderValue::from_str(&injection.value),
+        ) {
+            req.headers_mut().insert(name, value);
+        }
+    }
+    for name in ["proxy-authorization", "proxy-connection"] {
+        req.headers_mut().remove(name);
+    }
+    let upstream = match upstream(&shared, host, addr).await {
+        Ok(stream) => stream,
+        Err(why) => {
+            rec.decision = "allow";
+            rec.reason = format!("{}; {why}", rec.reason);
+            shared.record(rec);
+            return crate::http::text(StatusCode::BAD_GATEWAY, &why);
+        }
+    };
+    let (up, down) = (Arc::clone(&upstream.up), Arc::clone(&upstream.down));
+    let Ok((mut sender, conn)) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(upstream)).await
+    else {
+        return crate::http::text(StatusCode::BAD_GATEWAY, "the upstream connection failed");
+    };
+    let driver = tokio::spawn(conn);
+    rec.decision = "allow";
+    match sender.send_request(req).await {
+        Ok(response) => {
+            rec.status = Some(response.status().as_u16());
+            tokio::spawn(async move {
+                let _ = driver.await;
+                rec.bytes_up = up.load(std::sync::atomic::Ordering::Relaxed);
+                rec.bytes_down = down.load(std::sync::atomic::Ordering::Relaxed);
+                shared.record(rec);
+            });
+            response.map(http_body_util::BodyExt::boxed)
+        }
+        Err(e) => {
+            let why = format!("the upstream failed: {e}");
+            rec.reason = format!("{}; {why}", rec.reason);
+            shared.record(rec);
+            crate::http::text(StatusCode::BAD_GATEWAY, &why)
+        }
+    }
+}
+
+/// A TLS connection to the address checked, its certificate verified for `host`.
+async fn upstream(
+    shared: &Shared,
+    host: &Host,
+    addr: SocketAddr,
+) -> Result<Counted<tokio_rustls::client::TlsStream<TcpStream>>, String> {
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    let name = match host {
+        Host::Name(name) => ServerName::try_from(name.clone()).map_err(|e| e.to_string())?,
+        Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
+    };
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(&shared.client_tls));
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS with {host} failed: {e}"))?;
+    Ok(Counted::new(tls))
+}
+
+/// A stream that first gives back bytes already read from it.
+pub(crate) struct Prefixed<S> {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
+        Self {
+            prefix,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.at < self.prefix.len() {
+            let n = (self.prefix.len() - self.at).min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.prefix[at..at + n]);
+            self.at += n;
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
