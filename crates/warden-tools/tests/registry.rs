@@ -29,7 +29,7 @@ fn every_builtin_tool_has_a_closed_object_schema() {
             spec.name
         );
         assert!(spec.parameters.get("$schema").is_none());
-        let reads = ["readFile", "glob", "grep"].contains(&spec.name.as_str());
+        let reads = ["readFile", "glob", "grep", "webFetch"].contains(&spec.name.as_str());
         assert_eq!(spec.read_only, reads, "{}", spec.name);
         // `bash` takes `command` or `jobId`; providers refuse a top-level `anyOf`, so the tool
         // checks that itself, naming the field.
