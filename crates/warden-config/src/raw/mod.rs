@@ -161,8 +161,10 @@ pub struct RawSandboxNetwork {
     /// allow rules, each connection checked by host, port and address). Default `off`.
     pub mode: Option<String>,
     /// With `allowlist`: hosts commands may reach — `example.com`, `*.example.com` (its
-    /// subdomains, not itself), `host:port` (ports 80 and 443 unless given), an address. An
-    /// empty list is no network. Default empty.
+    /// subdomains, not itself), `host:port` (ports 80 and 443 unless given), an address; with
+    /// methods and a path, only those requests (`GET,HEAD registry.npmjs.org/lodash*`: the proxy
+    /// then ends the host's TLS with a CA of the run's own). An empty list is no network.
+    /// Default empty.
     pub allowed_domains: Option<Vec<String>>,
     /// Domains always refused, even if allowed elsewhere. Default empty.
     pub denied_domains: Option<Vec<String>>,
