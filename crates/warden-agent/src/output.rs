@@ -178,16 +178,24 @@ impl Sink for Human {
                 short(&data["why"], 200),
                 data["waitMs"]
             )),
-            "session_finished" => self.note(&format!(
-                "warden: {} — {} turns, {} tool calls, {} tokens in / {} out, ${:.4}, {:.1} s",
-                short(&data["status"], 40),
-                data["turns"],
-                data["toolCalls"],
-                data["usage"]["inputTokens"],
-                data["usage"]["outputTokens"],
-                data["costUsd"].as_f64().unwrap_or(0.0),
-                data["durationMs"].as_f64().unwrap_or(0.0) / 1000.0,
-            )),
+            "session_finished" => {
+                let network = data.get("network").map_or_else(String::new, |n| {
+                    format!(
+                        ", network {} allowed / {} refused",
+                        n["allowed"], n["denied"]
+                    )
+                });
+                self.note(&format!(
+                    "warden: {} — {} turns, {} tool calls, {} tokens in / {} out, ${:.4}, {:.1} s{network}",
+                    short(&data["status"], 40),
+                    data["turns"],
+                    data["toolCalls"],
+                    data["usage"]["inputTokens"],
+                    data["usage"]["outputTokens"],
+                    data["costUsd"].as_f64().unwrap_or(0.0),
+                    data["durationMs"].as_f64().unwrap_or(0.0) / 1000.0,
+                ));
+            }
             _ => {}
         }
     }

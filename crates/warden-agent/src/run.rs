@@ -353,6 +353,10 @@ impl Agent<'_> {
             "durationMs": state.elapsed_ms,
             "sessionId": self.session.as_str(),
         });
+        if let Some(egress) = &self.ctx.egress {
+            let counts = egress.proxy.counts();
+            data["network"] = json!({"allowed": counts.allowed, "denied": counts.denied});
+        }
         match &status {
             Status::BudgetExhausted(which) => data["budget"] = json!(which),
             Status::Error(why) => data["error"] = json!(why),

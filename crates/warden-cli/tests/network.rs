@@ -447,6 +447,13 @@ fn an_agent_run_in_allowlist_mode_reaches_only_what_is_listed() {
             && system.contains(&format!("allowed.test:{port}")),
         "{system}"
     );
+    // The session's last event counts them.
+    let last = crate::support::events(&run.stdout).pop().unwrap();
+    assert_eq!(
+        last["network"],
+        serde_json::json!({"allowed": 1, "denied": 1}),
+        "{last}"
+    );
     // Both connections are in the trace, under the run's session.
     let session = crate::support::events(&run.stdout)[0]["sessionId"]
         .as_str()
