@@ -22,6 +22,7 @@ pub use error::ConfigError;
 pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root, user_config_dir};
 pub use raw::RawSettings;
 pub use remember::{RuleList, remember_rule};
+pub use resolve::resolve_org;
 pub use settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, Model, Org, OrgManifest,
     PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName, Sandbox,

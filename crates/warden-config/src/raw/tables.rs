@@ -298,6 +298,18 @@ pub struct RawOrgManifest {
     pub max_memory_mb: Option<u64>,
     /// Most CPUs a manifest may ask for. Default `4.0`.
     pub max_cpu: Option<f64>,
+    /// Most processes a manifest may ask for. Default `512`.
+    pub max_pids: Option<u64>,
+    /// Most scratch disk a manifest may ask for, in MiB. Default `10240`.
+    pub max_disk_mb: Option<u64>,
+    /// Where writable mounts may be, inside the sandbox (`/workspace`, `/scratch`); empty
+    /// allows any target. Default empty.
+    pub writable_bases: Option<Vec<String>>,
+    /// Paths every manifest must forbid (its `filesystem.forbidden_paths` must hold each, or a
+    /// parent of it). Default `["/home", "/root", "/var/run/docker.sock"]`.
+    pub forbidden_paths: Option<Vec<String>>,
+    /// Allow `*.example.com` network entries (unattended runs must list hosts). Default `false`.
+    pub allow_wildcard_hosts: Option<bool>,
 }
 
 merge_struct!(RawOrgManifest {
@@ -307,4 +319,9 @@ merge_struct!(RawOrgManifest {
     max_duration_seconds,
     max_memory_mb,
     max_cpu,
+    max_pids,
+    max_disk_mb,
+    writable_bases,
+    forbidden_paths,
+    allow_wildcard_hosts,
 });

@@ -362,6 +362,12 @@ fn build_skills(raw: RawSkills) -> Skills {
     }
 }
 
+/// The organisation's limits from a raw `[org]` table (an `--org-policy` file), defaults for
+/// what it leaves out.
+pub fn resolve_org(raw: RawOrg) -> Org {
+    build_org(raw)
+}
+
 fn build_org(raw: RawOrg) -> Org {
     let RawOrg {
         disable_bypass_mode,
@@ -378,6 +384,11 @@ fn build_org(raw: RawOrg) -> Org {
         max_duration_seconds,
         max_memory_mb,
         max_cpu,
+        max_pids,
+        max_disk_mb,
+        writable_bases,
+        forbidden_paths,
+        allow_wildcard_hosts,
     } = manifest.unwrap_or_default();
     Org {
         disable_bypass_mode: disable_bypass_mode.unwrap_or(od.disable_bypass_mode),
@@ -390,6 +401,11 @@ fn build_org(raw: RawOrg) -> Org {
             max_duration_seconds: max_duration_seconds.unwrap_or(d.max_duration_seconds),
             max_memory_mb: max_memory_mb.unwrap_or(d.max_memory_mb),
             max_cpu: max_cpu.unwrap_or(d.max_cpu),
+            max_pids: max_pids.unwrap_or(d.max_pids),
+            max_disk_mb: max_disk_mb.unwrap_or(d.max_disk_mb),
+            writable_bases: writable_bases.unwrap_or(d.writable_bases),
+            forbidden_paths: forbidden_paths.unwrap_or(d.forbidden_paths),
+            allow_wildcard_hosts: allow_wildcard_hosts.unwrap_or(d.allow_wildcard_hosts),
         },
     }
 }

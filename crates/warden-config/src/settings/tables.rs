@@ -325,6 +325,8 @@ impl Org {
 }
 
 /// `[org.manifest]`: what every run manifest must carry and may ask for.
+// Each flag is an independent rule an organisation switches on or off.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub struct OrgManifest {
@@ -340,6 +342,16 @@ pub struct OrgManifest {
     pub max_memory_mb: u64,
     /// Default 4.0.
     pub max_cpu: f64,
+    /// Default 512.
+    pub max_pids: u64,
+    /// Default 10240.
+    pub max_disk_mb: u64,
+    /// Default empty (any target).
+    pub writable_bases: Vec<String>,
+    /// Default `/home`, `/root`, `/var/run/docker.sock`.
+    pub forbidden_paths: Vec<String>,
+    /// Default `false`.
+    pub allow_wildcard_hosts: bool,
 }
 
 impl Default for OrgManifest {
@@ -351,6 +363,15 @@ impl Default for OrgManifest {
             max_duration_seconds: 3600,
             max_memory_mb: 8192,
             max_cpu: 4.0,
+            max_pids: 512,
+            max_disk_mb: 10240,
+            writable_bases: Vec::new(),
+            forbidden_paths: vec![
+                "/home".to_owned(),
+                "/root".to_owned(),
+                "/var/run/docker.sock".to_owned(),
+            ],
+            allow_wildcard_hosts: false,
         }
     }
 }
