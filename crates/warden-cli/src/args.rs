@@ -62,6 +62,53 @@ pub enum Command {
     /// The skills found for this project: list, show, match a task, validate, approve.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Sandbox manifests, a run's permission contract: validate, init, approve, run, reap.
+    #[command(subcommand)]
+    Manifest(ManifestCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Check a manifest: its schema, then preflight (built-in rules, and the organisation's
+    /// policy when there is one). Exit 0 when valid, 1 when not, 2 on usage errors.
+    Validate {
+        file: PathBuf,
+        /// A TOML file whose `[org]` table is the organisation's policy (default: the `[org]`
+        /// table of /etc/warden/managed.toml, when it has one).
+        #[arg(long, value_name = "FILE")]
+        org_policy: Option<PathBuf>,
+        /// Print JSON: whether it is valid, its digests, and every problem.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a commented starting manifest for a kind of task.
+    Init {
+        /// explain, test-and-patch or create-pr.
+        #[arg(long)]
+        template: String,
+        /// Where to write it (`-` for stdout).
+        #[arg(long, short, default_value = "manifest.yaml")]
+        output: PathBuf,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Record a person's approval of a manifest, bound to its content; prints the id its
+    /// capabilities' `approval_ref` names.
+    Approve {
+        file: PathBuf,
+        /// How long the approval holds, like 8h or 7days.
+        #[arg(long, default_value = "24h")]
+        ttl: String,
+        /// Who approves (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the manifest.
+    Schema,
 }
 
 #[derive(Debug, Subcommand)]

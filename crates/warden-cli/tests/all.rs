@@ -4,6 +4,7 @@
 mod agent;
 mod bash_tool;
 mod cli;
+mod manifest;
 mod network;
 mod policy;
 mod sandbox;

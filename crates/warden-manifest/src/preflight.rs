@@ -578,7 +578,7 @@ fn check_org_approvals(
             None => bad(
                 &at,
                 format!(
-                    "{} write: the organisation requires an approval (warden manifest approve FILE, then its id here)",
+                    "{} write or publish: the organisation requires an approval (warden manifest approve FILE, then its id here)",
                     writes
                         .iter()
                         .map(|s| s.as_str())

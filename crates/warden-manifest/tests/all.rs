@@ -2,4 +2,5 @@
 //! manifests each giving the right error at the right place.
 #![allow(clippy::unwrap_used)]
 
+mod docs;
 mod validate;

@@ -128,6 +128,23 @@ const MIGRATIONS: &[&str] = &[
         data TEXT NOT NULL
     ) STRICT;
     CREATE INDEX network_events_by_session ON network_events (session_id, id);",
+    // 9: sandbox manifests: approvals a person recorded, each bound to the digest of one
+    // manifest, and the runs made under manifests with their receipts (SPEC M3, M7).
+    "CREATE TABLE manifest_approvals (
+        id TEXT PRIMARY KEY,
+        digest TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        approved_by TEXT NOT NULL,
+        approved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+    ) STRICT;
+    CREATE TABLE manifest_runs (
+        run_id TEXT PRIMARY KEY,
+        manifest_sha256 TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        receipt TEXT
+    ) STRICT;",
 ];
 
 /// The schema version this code writes: the number of migrations.
@@ -309,7 +326,7 @@ mod tests {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(tables, 11);
+        assert_eq!(tables, 13);
     }
 
     #[test]
