@@ -107,8 +107,57 @@ pub enum ManifestCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a command under a manifest: `warden manifest run FILE [OPTIONS] -- PROGRAM [ARGS...]`.
+    /// Writes the execution receipt; exits with the command's status, 124 when the duration
+    /// ran out, 125 when the manifest is refused, 126 when the sandbox or the workspace could
+    /// not be set up, 121 when cleanup failed and the run is quarantined.
+    Run(Box<ManifestRunArgs>),
+    /// Cancel and clean up runs whose lease ran out (their warden was killed or hangs), retry
+    /// quarantined ones, and remove artifacts kept past their time.
+    Reap {
+        /// Print JSON: what was done with each run.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a capability action waiting for a person's approval in a run.
+    Answer {
+        run_id: String,
+        /// The request's number, as the run printed it.
+        request: u32,
+        /// Let it go.
+        #[arg(long, conflicts_with = "deny", required_unless_present = "deny")]
+        allow: bool,
+        /// Refuse it.
+        #[arg(long)]
+        deny: bool,
+    },
     /// Print the JSON Schema of the manifest.
     Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct ManifestRunArgs {
+    pub file: PathBuf,
+    /// A TOML file whose `[org]` table is the organisation's policy.
+    #[arg(long, value_name = "FILE")]
+    pub org_policy: Option<PathBuf>,
+    /// Observe the limits instead of enforcing them, and report what was used against what
+    /// was declared (forbidden paths and credentials stay enforced).
+    #[arg(long)]
+    pub report_only: bool,
+    /// Also write the receipt here.
+    #[arg(long, value_name = "PATH")]
+    pub receipt: Option<PathBuf>,
+    /// Print the receipt as JSON on stdout (the command's output is then captured, not
+    /// shown).
+    #[arg(long)]
+    pub json: bool,
+    /// The lease, in seconds (default `[manifest] lease_seconds`).
+    #[arg(long, value_name = "SECONDS")]
+    pub lease_seconds: Option<u64>,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

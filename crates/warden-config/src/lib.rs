@@ -24,8 +24,8 @@ pub use raw::RawSettings;
 pub use remember::{RuleList, remember_rule};
 pub use resolve::resolve_org;
 pub use settings::{
-    Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, Model, Org, OrgManifest,
-    PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName, Sandbox,
-    SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills,
-    Tools, WriteTool,
+    Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, ManifestRuns, Model, Org,
+    OrgManifest, PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName,
+    Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings,
+    SettingsSource, Skills, Tools, WriteTool,
 };

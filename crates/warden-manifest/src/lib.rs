@@ -7,6 +7,7 @@
 
 mod parse;
 mod preflight;
+pub mod run;
 mod schema;
 mod templates;
 

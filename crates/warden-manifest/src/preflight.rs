@@ -378,6 +378,17 @@ fn check_identity(parsed: &Parsed, bad: &mut impl FnMut(&str, String)) {
                 }
             }
         }
+        if let Some(host) = &cap.host {
+            let named = warden_netproxy::Entry::parse(host).is_ok_and(|e| {
+                matches!(e.pattern, warden_netproxy::Pattern::Exact(_)) && !e.inspects()
+            });
+            if !named {
+                bad(
+                    &format!("{at}.host"),
+                    format!("{host:?} is not a host name (with a port when not 443)"),
+                );
+            }
+        }
         if cap.actions.is_empty() {
             bad(
                 &format!("{at}.actions"),

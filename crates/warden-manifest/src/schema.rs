@@ -209,6 +209,9 @@ pub struct Capability {
     pub kind: CapabilityKind,
     /// The repository it is for, `owner/name`.
     pub repository: Option<String>,
+    /// The source-control host, with a port when not 443. Default `github.com`, whose API
+    /// is `api.github.com`; any other host serves its API under `/api/v3` (GitHub Enterprise).
+    pub host: Option<String>,
     /// What it may do: `read`, `create_branch`, `push_branch`, `create_pull_request`,
     /// `comment`.
     #[serde(default)]

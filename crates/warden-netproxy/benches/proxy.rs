@@ -131,6 +131,8 @@ fn serve(ports: &[String]) -> ! {
         sink: Arc::new(|_| {}),
         inject: Vec::new(),
         upstream_roots: None,
+        gate: None,
+        budget: None,
     })
     .unwrap();
     // As the sandbox's bridge makes it: room for a thousand connections not yet accepted.

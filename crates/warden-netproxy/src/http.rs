@@ -197,6 +197,16 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
         };
         rule.clone_from(&entry.text);
     }
+    let method = req.method().as_str().to_owned();
+    match shared.gate(&host, &method, &path, false).await {
+        crate::server::GateAnswer::Refuse(why) => {
+            return deny(&shared, rec, StatusCode::FORBIDDEN, why);
+        }
+        crate::server::GateAnswer::Add(headers) => {
+            crate::intercept::set_headers(&mut req, &headers);
+        }
+        crate::server::GateAnswer::Pass => {}
+    }
     for injection in shared
         .injections
         .iter()

@@ -211,6 +211,18 @@ async fn request(
         };
         rec.reason.clone_from(&rule.text);
     }
+    if let Err(why) = shared.spend() {
+        shared.record(rec.because(&why));
+        return crate::http::text(StatusCode::TOO_MANY_REQUESTS, &why);
+    }
+    match shared.gate(host, &method, &path, true).await {
+        crate::server::GateAnswer::Refuse(why) => {
+            shared.record(rec.because(&why));
+            return crate::http::text(StatusCode::FORBIDDEN, &why);
+        }
+        crate::server::GateAnswer::Add(headers) => set_headers(&mut req, &headers),
+        crate::server::GateAnswer::Pass => {}
+    }
     // Credentials for this host, set here and never seen inside the sandbox.
     for injection in shared
         .injections
@@ -260,6 +272,18 @@ async fn request(
             rec.reason = format!("{}; {why}", rec.reason);
             shared.record(rec);
             crate::http::text(StatusCode::BAD_GATEWAY, &why)
+        }
+    }
+}
+
+/// Sets `headers` on `req`, replacing what the client sent under those names.
+pub(crate) fn set_headers<B>(req: &mut Request<B>, headers: &[(String, String)]) {
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(value),
+        ) {
+            req.headers_mut().insert(name, value);
         }
     }
 }

@@ -20,4 +20,6 @@ mod tunnel;
 pub use host::{DEFAULT_PORTS, Entry, Host, HostError, Pattern, private_range, split_port};
 pub use intercept::Injection;
 pub use policy::{NetPolicy, Verdict};
-pub use server::{Answer, Ask, Config, Counts, Proxy, Record, Resolver, Sink};
+pub use server::{
+    Answer, Ask, Config, Counts, Gate, GateAnswer, GateRequest, Proxy, Record, Resolver, Sink,
+};

@@ -110,6 +110,42 @@ pub struct Config {
     pub inject: Vec<crate::intercept::Injection>,
     /// The roots upstream certificates are verified against; `None`: the system's (webpki).
     pub upstream_roots: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
+    /// Decides each request to its hosts (whose TLS the proxy then ends).
+    pub gate: Option<Gate>,
+    /// The most connections (and requests forwarded) the proxy lets through or refuses; past
+    /// it, everything is refused.
+    pub budget: Option<u64>,
+}
+
+/// A decision about each request to some hosts, made outside the proxy: a capability's scope
+/// and expiry, a person's approval. It may put headers on (a credential) or refuse.
+#[derive(Clone)]
+pub struct Gate {
+    pub hosts: Vec<Entry>,
+    /// Called off the proxy's thread: it may wait for a person.
+    pub decide: Arc<dyn Fn(&GateRequest) -> GateAnswer + Send + Sync>,
+}
+
+/// One request a [`Gate`] decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateRequest {
+    pub host: String,
+    pub method: String,
+    /// Origin-form, query included.
+    pub path: String,
+    /// Whether it came over TLS (the proxy ended it); plain HTTP otherwise.
+    pub tls: bool,
+}
+
+/// What a [`Gate`] says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateAnswer {
+    /// Send it on as it is.
+    Pass,
+    /// Send it on with these headers set.
+    Add(Vec<(String, String)>),
+    /// Refuse it, saying why.
+    Refuse(String),
 }
 
 impl Config {
@@ -122,6 +158,8 @@ impl Config {
             sink,
             inject: Vec::new(),
             upstream_roots: None,
+            gate: None,
+            budget: None,
         }
     }
 }
@@ -161,6 +199,8 @@ impl Intercept {
 pub struct Counts {
     pub allowed: u64,
     pub denied: u64,
+    /// Of those denied, refused because the budget was spent.
+    pub over_budget: u64,
 }
 
 pub(crate) struct Shared {
@@ -173,6 +213,10 @@ pub(crate) struct Shared {
     /// Present when some host's TLS is ended here.
     pub(crate) server_tls: Option<Arc<rustls::ServerConfig>>,
     ca: Option<Arc<crate::intercept::Ca>>,
+    gate: Option<Gate>,
+    budget: Option<u64>,
+    spent: AtomicU64,
+    over_budget: AtomicU64,
     allowed: AtomicU64,
     denied: AtomicU64,
 }
@@ -197,7 +241,7 @@ impl Proxy {
     /// Starts the proxy's thread; it serves nothing until given a listener. A CA of its own is
     /// made when some host's rules or credentials need its TLS ended.
     pub fn start(config: Config) -> std::io::Result<Self> {
-        let ca = if config.policy.inspects() || !config.inject.is_empty() {
+        let ca = if config.policy.inspects() || !config.inject.is_empty() || config.gate.is_some() {
             Some(Arc::new(crate::intercept::Ca::new().map_err(|e| {
                 std::io::Error::other(format!("making this run's CA: {e}"))
             })?))
@@ -227,6 +271,10 @@ impl Proxy {
                 client_tls: crate::intercept::client_config(config.upstream_roots.as_deref()),
                 server_tls: ca.as_ref().map(crate::intercept::server_config),
                 ca,
+                gate: config.gate,
+                budget: config.budget,
+                spent: AtomicU64::new(0),
+                over_budget: AtomicU64::new(0),
                 allowed: AtomicU64::new(0),
                 denied: AtomicU64::new(0),
             }),
@@ -266,6 +314,7 @@ impl Proxy {
         Counts {
             allowed: self.shared.allowed.load(Ordering::Relaxed),
             denied: self.shared.denied.load(Ordering::Relaxed),
+            over_budget: self.shared.over_budget.load(Ordering::Relaxed),
         }
     }
 
@@ -297,6 +346,48 @@ fn now_ms() -> u64 {
 }
 
 impl Shared {
+    /// One more connection or request against the budget: refused once it is spent.
+    pub(crate) fn spend(&self) -> Result<(), String> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        if self.spent.fetch_add(1, Ordering::Relaxed) >= budget {
+            self.over_budget.fetch_add(1, Ordering::Relaxed);
+            return Err(format!(
+                "the run's network budget of {budget} requests is spent"
+            ));
+        }
+        Ok(())
+    }
+
+    fn gated(&self, host: &Host) -> bool {
+        self.gate
+            .as_ref()
+            .is_some_and(|g| g.hosts.iter().any(|e| e.matches_host(host)))
+    }
+
+    /// The gate's answer about a request to `host`, when the gate covers it.
+    pub(crate) async fn gate(
+        &self,
+        host: &Host,
+        method: &str,
+        path: &str,
+        tls: bool,
+    ) -> GateAnswer {
+        let Some(gate) = self.gate.clone().filter(|_| self.gated(host)) else {
+            return GateAnswer::Pass;
+        };
+        let request = GateRequest {
+            host: host.to_string(),
+            method: method.to_owned(),
+            path: path.to_owned(),
+            tls,
+        };
+        tokio::task::spawn_blocking(move || (gate.decide)(&request))
+            .await
+            .unwrap_or_else(|_| GateAnswer::Refuse("the request's gate failed".to_owned()))
+    }
+
     pub(crate) fn record(&self, record: Record) {
         let counter = if record.decision == "allow" {
             &self.allowed
@@ -310,6 +401,7 @@ impl Shared {
     /// The policy's decision for `host:port`, a person's where the host is unlisted, then the
     /// resolution and its check: the one address to connect to, and the rule, or why not.
     pub(crate) async fn decide(&self, host: &Host, port: u16) -> Result<Decided, String> {
+        self.spend()?;
         let verdict = self
             .policy
             .read()
@@ -355,7 +447,8 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .inspection(host, port);
-        let credential = self.injections.iter().any(|i| i.host.matches_host(host));
+        let credential =
+            self.injections.iter().any(|i| i.host.matches_host(host)) || self.gated(host);
         let intercept = match rules {
             Some(rules) => Some(Intercept::Requests(rules)),
             None if credential => Some(Intercept::Credentials),

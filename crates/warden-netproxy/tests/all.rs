@@ -91,6 +91,8 @@ fn harness_asking(
         sink: Arc::new(move |r| sink.lock().unwrap().push(r)),
         inject: Vec::new(),
         upstream_roots: None,
+        gate: None,
+        budget: None,
     })
     .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

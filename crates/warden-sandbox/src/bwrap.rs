@@ -160,6 +160,11 @@ impl Backend for Bwrap {
                     .to_owned(),
             ));
         }
+        if !plan.sized.is_empty() || !plan.collect.is_empty() {
+            return Err(SandboxError::Setup(
+                "sized scratch space needs the native backend; nothing ran".to_owned(),
+            ));
+        }
         if plan.proxy_port.is_some() && !plan.network {
             return Err(SandboxError::Setup(
                 "the allowlist network needs the native backend (bwrap cannot hand its network \
@@ -239,6 +244,8 @@ impl Backend for Bwrap {
             duration_ms,
             timed_out,
             layers,
+            collected: Vec::new(),
+            usage: crate::helper::Usage::default(),
         })
     }
 }

@@ -155,6 +155,9 @@ pub fn request_from_settings(
         home_allow,
         home,
         require_landlock: sandbox.require_landlock,
+        cwd: None,
+        sized: Vec::new(),
+        collect: Vec::new(),
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),

@@ -41,6 +41,33 @@ pub(crate) struct Status {
     pub layers: Vec<String>,
     /// Why the sandbox could not be built; nothing ran.
     pub error: Option<String>,
+    /// What became of each file to collect, in the plan's order.
+    #[serde(default)]
+    pub collected: Vec<Collected>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// One file copied out of a sized directory, or why not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Collected {
+    pub source: PathBuf,
+    pub bytes: u64,
+    /// Why it was not copied: missing, a link, not a regular file.
+    pub error: Option<String>,
+}
+
+/// What the command used.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// CPU time, user and system, of the processes waited for.
+    pub cpu_ms: u64,
+    /// The largest resident set of one of them, in KiB.
+    pub max_rss_kb: u64,
+    /// Bytes in each sized directory when the command ended, in the plan's order.
+    pub sized_bytes: Vec<u64>,
 }
 
 /// The helper's whole life. Never returns.
@@ -116,6 +143,11 @@ fn run(plan: &Plan) -> Status {
     {
         return failed("the network bridge to the egress proxy", err);
     }
+    if !plan.sized.is_empty()
+        && let Err(err) = sized(&plan.sized)
+    {
+        return failed("the sized scratch space", err);
+    }
     let filters = match seccomp::filters() {
         Ok(f) => f,
         Err(err) => return failed("seccomp filter", err),
@@ -136,7 +168,113 @@ fn run(plan: &Plan) -> Status {
         sys::exit(126);
     }
     drop(error_write);
-    wait(plan, child, error_read)
+    let mut status = wait(plan, child, error_read);
+    if status.error.is_none() {
+        // Every process of the sandbox is gone with its PID 1: nothing can change these now.
+        status.collected = plan
+            .collect
+            .iter()
+            .map(|(source, destination)| collect(&plan.sized, source, destination))
+            .collect();
+        let (cpu_ms, max_rss_kb) = sys::children_usage();
+        status.usage = Usage {
+            cpu_ms,
+            max_rss_kb,
+            sized_bytes: plan.sized.iter().map(|(dir, _)| tree_bytes(dir)).collect(),
+        };
+    }
+    status
+}
+
+/// Covers each directory with a tmpfs of its size, in a mount namespace of this process's own
+/// (the command's is made from it): the host's view never changes, and what is written there
+/// goes when this process does.
+fn sized(dirs: &[(PathBuf, u64)]) -> std::io::Result<()> {
+    sys::unshare(libc::CLONE_NEWNS)?;
+    sys::mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    for (dir, mb) in dirs {
+        sys::mount(
+            Some(Path::new("tmpfs")),
+            dir,
+            Some("tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&format!("mode=0755,size={}m", (*mb).max(1))),
+        )
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    }
+    Ok(())
+}
+
+/// Copies `source`, a regular file under one of the sized directories reached without
+/// following a link, to `destination`.
+fn collect(sized: &[(PathBuf, u64)], source: &Path, destination: &Path) -> Collected {
+    let mut out = Collected {
+        source: source.to_path_buf(),
+        ..Collected::default()
+    };
+    let Some((root, _)) = sized.iter().find(|(dir, _)| source.starts_with(dir)) else {
+        out.error = Some("not under a scratch directory".to_owned());
+        return out;
+    };
+    let mut at = root.clone();
+    let rest = source.strip_prefix(root).unwrap_or(source);
+    for part in rest.components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                out.error = Some("not there".to_owned());
+                return out;
+            }
+            Err(e) => {
+                out.error = Some(e.to_string());
+                return out;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                out.error = Some(format!(
+                    "{} is a symbolic link: links are not followed",
+                    at.display()
+                ));
+                return out;
+            }
+            Ok(m) if at.as_path() == source && !m.is_file() => {
+                out.error = Some("not a regular file".to_owned());
+                return out;
+            }
+            Ok(_) => {}
+        }
+    }
+    match fs::copy(source, destination) {
+        Ok(bytes) => out.bytes = bytes,
+        Err(e) => out.error = Some(format!("copying to {}: {e}", destination.display())),
+    }
+    out
+}
+
+/// The bytes of the regular files under `dir`, links not followed.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                Ok(t) if t.is_file() => {
+                    total += entry.metadata().map_or(0, |m| m.len());
+                }
+                _ => {}
+            }
+        }
+    }
+    total
 }
 
 /// The only way out of an allowlist sandbox: a socket listening on `port` of the namespace's

@@ -108,6 +108,8 @@ mod tests {
             limits: crate::plan::Limits::default(),
             require_landlock: false,
             placeholders: Vec::new(),
+            sized: Vec::new(),
+            collect: Vec::new(),
         };
         let (a, o) = (allowed.path().to_path_buf(), other.path().to_path_buf());
         // Landlock binds the calling thread (and what it starts): test in a thread of its own.

@@ -30,7 +30,7 @@ pub use from_settings::{
     HOME_SECRETS, HOME_TOOLCHAINS, PROXY_PORT, WORKSPACE_PROTECTED, expand, profile, proxy_env,
     request_from_settings,
 };
-pub use helper::{INSIDE_ID, LAYERS, main as helper_main};
+pub use helper::{Collected, INSIDE_ID, LAYERS, Usage, main as helper_main};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{

@@ -73,6 +73,15 @@ pub struct Request {
     pub limits: Limits,
     /// Refuse to run where the kernel does not enforce Landlock.
     pub require_landlock: bool,
+    /// The working directory inside, when it is not the workspace (a mount's target). With an
+    /// empty `workspace`, nothing is bound at a host path of its own: only `mounts` are seen.
+    pub cwd: Option<PathBuf>,
+    /// Host directories covered, for the sandbox's life only, by a tmpfs of their own of that
+    /// many MiB: scratch space whose size is a limit. The host never sees what is written there.
+    pub sized: Vec<(PathBuf, u64)>,
+    /// Files to copy out of a `sized` directory once the command has ended (nothing inside runs
+    /// any more): source, under a sized directory, and destination on the host.
+    pub collect: Vec<(PathBuf, PathBuf)>,
 }
 
 /// How one mount is made.
@@ -117,6 +126,12 @@ pub struct Plan {
     /// them.
     #[serde(default)]
     pub placeholders: Vec<PathBuf>,
+    /// See [`Request::sized`].
+    #[serde(default)]
+    pub sized: Vec<(PathBuf, u64)>,
+    /// See [`Request::collect`].
+    #[serde(default)]
+    pub collect: Vec<(PathBuf, PathBuf)>,
 }
 
 /// System directories every command may read.
@@ -174,11 +189,14 @@ impl Plan {
             });
         }
         let writable = request.profile != Profile::ReadOnly;
-        mounts.push(Mount::Bind {
-            source: request.workspace.clone(),
-            target: request.workspace.clone(),
-            writable,
-        });
+        let has_workspace = !request.workspace.as_os_str().is_empty();
+        if has_workspace {
+            mounts.push(Mount::Bind {
+                source: request.workspace.clone(),
+                target: request.workspace.clone(),
+                writable,
+            });
+        }
         for dir in request.allow_write.iter().filter(|p| existing(p)) {
             mounts.push(Mount::Bind {
                 source: dir.clone(),
@@ -289,7 +307,7 @@ impl Plan {
                     source,
                     target,
                     writable,
-                } if *writable || source.starts_with(&request.workspace) => {
+                } if *writable || (has_workspace && source.starts_with(&request.workspace)) => {
                     Some((source.clone(), target.clone()))
                 }
                 _ => None,
@@ -310,7 +328,10 @@ impl Plan {
         Ok(Self {
             program: request.program.clone(),
             args: request.args.clone(),
-            cwd: request.workspace.clone(),
+            cwd: request
+                .cwd
+                .clone()
+                .unwrap_or_else(|| request.workspace.clone()),
             env: request.env.clone(),
             mounts,
             network: request.network && request.profile != Profile::FullIsolated,
@@ -318,6 +339,8 @@ impl Plan {
             limits: request.limits.clone(),
             require_landlock: request.require_landlock,
             placeholders,
+            sized: request.sized.clone(),
+            collect: request.collect.clone(),
         })
     }
 }

@@ -67,6 +67,9 @@ pub struct Outcome {
     /// Output beyond the limit was dropped.
     pub truncated: bool,
     pub layers: Vec<String>,
+    /// The files copied out of sized directories (see [`Request::collect`](crate::Request)).
+    pub collected: Vec<crate::helper::Collected>,
+    pub usage: crate::helper::Usage,
 }
 
 fn lossy<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
@@ -300,6 +303,8 @@ impl Launched {
             timed_out: status.timed_out,
             truncated: false,
             layers,
+            collected: status.collected,
+            usage: status.usage,
         })
     }
 }
@@ -401,6 +406,8 @@ impl Running {
                 timed_out: false,
                 truncated: false,
                 layers: Vec::new(),
+                collected: Vec::new(),
+                usage: crate::helper::Usage::default(),
             }),
         };
         for thread in self.threads.iter_mut().filter_map(Option::take) {

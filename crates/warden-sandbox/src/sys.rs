@@ -326,6 +326,24 @@ pub(crate) fn waitpid(pid: libc::pid_t) -> io::Result<libc::c_int> {
     }
 }
 
+/// CPU time (user and system, in milliseconds) and the largest resident set (KiB) of the
+/// children waited for.
+pub(crate) fn children_usage() -> (u64, u64) {
+    // SAFETY: `rusage` is plain data, and getrusage fills it in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-parameter.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut usage) } != 0 {
+        return (0, 0);
+    }
+    let ms = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1000 + u64::try_from(t.tv_usec).unwrap_or(0) / 1000
+    };
+    (
+        ms(usage.ru_utime) + ms(usage.ru_stime),
+        u64::try_from(usage.ru_maxrss).unwrap_or(0),
+    )
+}
+
 pub(crate) fn exit(code: i32) -> ! {
     // SAFETY: _exit ends the process without running anything else; nothing is left to flush
     // that matters (the status was written with unbuffered writes).

@@ -164,6 +164,12 @@ pub fn start(
 ) -> Result<Egress, String> {
     let mut config = Config::new(policy(settings, allow, deny)?, resolver()?, sink);
     config.ask = ask;
+    launch(config)
+}
+
+/// Starts a proxy of `config` (its upstream roots from the test hook, when set), and writes
+/// the CA bundle the sandbox trusts when it ends some hosts' TLS.
+pub fn launch(mut config: Config) -> Result<Egress, String> {
     if let Ok(path) = std::env::var(TEST_UPSTREAM_CA) {
         use rustls::pki_types::pem::PemObject as _;
         let roots = rustls::pki_types::CertificateDer::pem_file_iter(&path)

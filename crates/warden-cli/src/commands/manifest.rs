@@ -14,8 +14,16 @@ use super::{open_trace, print_json};
 use crate::args::ManifestCommand;
 use crate::{CliError, Exit};
 
-pub(super) fn run(command: ManifestCommand) -> Result<Exit, CliError> {
+pub(super) fn run(dir: Option<PathBuf>, command: ManifestCommand) -> Result<Exit, CliError> {
     match command {
+        ManifestCommand::Run(args) => super::manifest_run::run(dir, &args),
+        ManifestCommand::Reap { json } => super::manifest_run::reap(json),
+        ManifestCommand::Answer {
+            run_id,
+            request,
+            allow,
+            deny: _,
+        } => super::manifest_run::answer(&run_id, request, allow),
         ManifestCommand::Validate {
             file,
             org_policy,
@@ -42,7 +50,7 @@ pub(super) fn run(command: ManifestCommand) -> Result<Exit, CliError> {
 }
 
 /// Reads a manifest file: a usage error when it cannot be read, the parse problem otherwise.
-fn read(file: &Path) -> Result<Result<Parsed, Problem>, CliError> {
+pub(super) fn read(file: &Path) -> Result<Result<Parsed, Problem>, CliError> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| CliError::usage(anyhow!("{}: {e}", file.display())))?;
     Ok(warden_manifest::parse(&text))

@@ -3,6 +3,7 @@
 mod config;
 mod exec;
 mod manifest;
+mod manifest_run;
 mod policy;
 mod repl;
 mod run;
@@ -36,7 +37,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Compact(args) => run::compact(dir, &args, false),
         Command::Handoff(args) => run::compact(dir, &args, true),
         Command::Skills(command) => skills::run(dir, &command),
-        Command::Manifest(command) => manifest::run(command),
+        Command::Manifest(command) => manifest::run(dir, command),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }

@@ -124,6 +124,24 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
                     .to_owned(),
             });
         }
+        // Nor can it name the file credentials are read from.
+        if matches!(layer, Layer::Project | Layer::Local)
+            && raw
+                .manifest
+                .as_ref()
+                .is_some_and(|m| m.credentials_file.is_some())
+        {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with("credentials_file"))
+                .map(|i| i + 1);
+            return Err(ConfigError::Value {
+                origin: crate::error::location(&path, line, line.map(|_| 1)),
+                key: "manifest.credentials_file".to_owned(),
+                message: "may only be set in the user's settings or the managed file: a                           project cannot choose which file warden reads credentials from"
+                    .to_owned(),
+            });
+        }
         layers.push((Origin::File(path.clone()), raw));
         sources.push(SettingsSource { layer, path });
     }

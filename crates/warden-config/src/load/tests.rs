@@ -372,3 +372,35 @@ fn a_project_cannot_trust_its_own_skills() {
         assert_eq!(settings.skills.trusted_roots, ["vendor/skills"]);
     }
 }
+
+#[test]
+fn a_project_cannot_name_the_credentials_file() {
+    for layer in [Layer::Local, Layer::Project] {
+        let fx = Fixture::new();
+        let path = fx.write(
+            layer,
+            "[manifest]\nlease_seconds = 5\ncredentials_file = \"/home/u/.ssh/id_rsa\"\n",
+        );
+        let err = fx.load().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{}:3:1: manifest.credentials_file:",
+                path.display()
+            )),
+            "{err}"
+        );
+    }
+    for layer in [Layer::User, Layer::Managed] {
+        let fx = Fixture::new();
+        fx.write(
+            layer,
+            "[manifest]\ncredentials_file = \"~/.config/warden/credentials.toml\"\n",
+        );
+        let settings = fx.load().unwrap();
+        assert_eq!(
+            settings.manifest.credentials_file.as_deref(),
+            Some("~/.config/warden/credentials.toml")
+        );
+        assert_eq!(settings.manifest.lease_seconds, 30);
+    }
+}

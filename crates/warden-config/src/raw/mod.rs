@@ -16,8 +16,8 @@ use crate::merge::merge_struct;
 use crate::settings::{PermissionMode, RiskName};
 
 pub use tables::{
-    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawModel, RawOrg,
-    RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools, RawWriteTool,
+    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
+    RawOrg, RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools, RawWriteTool,
 };
 
 /// warden settings: one file's worth. Files merge highest priority first: managed, command
@@ -41,6 +41,8 @@ pub struct RawSettings {
     pub context: Option<RawContext>,
     /// Skill discovery.
     pub skills: Option<RawSkills>,
+    /// Runs under sandbox manifests: credentials and leases.
+    pub manifest: Option<RawManifest>,
     /// Organisation limits. Only allowed in the managed file, `/etc/warden/managed.toml`.
     pub org: Option<RawOrg>,
 }
@@ -53,6 +55,7 @@ merge_struct!(RawSettings {
     budgets,
     context,
     skills,
+    manifest,
     org,
 });
 

@@ -229,6 +229,25 @@ merge_struct!(RawContextShares {
     summary,
 });
 
+/// `[manifest]`: runs under sandbox manifests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawManifest {
+    /// A TOML file of source-control credentials by host (`["github.com"] token = "…"`),
+    /// which manifest capabilities use without the sandbox ever seeing them. `~/` is the home
+    /// directory. Only the user's settings and the managed file may set this. Default none
+    /// (`GITHUB_TOKEN` or `GH_TOKEN` serve `github.com`).
+    pub credentials_file: Option<String>,
+    /// How long a run's lease lasts without renewal before `warden manifest reap` may cancel
+    /// it, in seconds. Default 30.
+    pub lease_seconds: Option<u64>,
+}
+
+merge_struct!(RawManifest {
+    credentials_file,
+    lease_seconds
+});
+
 /// `[skills]`: skill discovery.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]

@@ -12,13 +12,14 @@ use std::path::PathBuf;
 use crate::error::ConfigError;
 use crate::merge::{Merge, dedup};
 use crate::raw::{
-    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawModel, RawOrg,
-    RawOrgManifest, RawPermissions, RawPrice, RawProvider, RawReadTool, RawSandbox, RawSandboxEnv,
-    RawSandboxFilesystem, RawSandboxLimits, RawSandboxNetwork, RawSettings, RawSkills, RawTools,
+    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
+    RawOrg, RawOrgManifest, RawPermissions, RawPrice, RawProvider, RawReadTool, RawSandbox,
+    RawSandboxEnv, RawSandboxFilesystem, RawSandboxLimits, RawSandboxNetwork, RawSettings,
+    RawSkills, RawTools,
 };
 use crate::settings::{
-    Budgets, Context, ContextShares, GlobTool, GrepTool, Model, Org, OrgManifest, Permissions,
-    Price, Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
+    Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
+    Permissions, Price, Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
     SandboxNetwork, Settings, SettingsSource, Skills, Tools, WriteTool,
 };
 
@@ -71,6 +72,7 @@ fn build(raw: RawSettings, place: Place, blame: &Blame<'_>) -> Result<Settings, 
         budgets,
         context,
         skills,
+        manifest,
         org,
     } = raw;
     let Place {
@@ -89,6 +91,7 @@ fn build(raw: RawSettings, place: Place, blame: &Blame<'_>) -> Result<Settings, 
         budgets: build_budgets(&budgets.unwrap_or_default()),
         context: build_context(context.unwrap_or_default()),
         skills: build_skills(skills.unwrap_or_default()),
+        manifest: build_manifest(manifest.unwrap_or_default()),
         org: build_org(org.unwrap_or_default()),
     })
 }
@@ -339,6 +342,18 @@ fn build_context(raw: RawContext) -> Context {
         },
         tool_output_tokens: tool_output_tokens.unwrap_or(d.tool_output_tokens),
         window_tokens,
+    }
+}
+
+fn build_manifest(raw: RawManifest) -> ManifestRuns {
+    let RawManifest {
+        credentials_file,
+        lease_seconds,
+    } = raw;
+    let d = ManifestRuns::default();
+    ManifestRuns {
+        credentials_file: credentials_file.filter(|f| !f.trim().is_empty()),
+        lease_seconds: lease_seconds.filter(|s| *s > 0).unwrap_or(d.lease_seconds),
     }
 }
 

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ConfigError;
 
 pub use tables::{
-    Budgets, Context, ContextShares, GlobTool, GrepTool, Model, Org, OrgManifest, Price, Provider,
-    ProviderKind, ReadTool, Skills, Tools, WriteTool,
+    Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
+    Price, Provider, ProviderKind, ReadTool, Skills, Tools, WriteTool,
 };
 
 /// Every setting, resolved from all layers. Build one with [`crate::load`], or
@@ -47,6 +47,8 @@ pub struct Settings {
     pub context: Context,
     /// `[skills]`.
     pub skills: Skills,
+    /// `[manifest]`.
+    pub manifest: ManifestRuns,
     /// `[org]`, only ever set by the managed file.
     pub org: Org,
 }
@@ -65,6 +67,7 @@ impl Settings {
             budgets: Budgets::default(),
             context: Context::default(),
             skills: Skills::default(),
+            manifest: ManifestRuns::default(),
             org: Org::default(),
         }
     }

@@ -273,6 +273,25 @@ impl Default for ContextShares {
     }
 }
 
+/// `[manifest]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct ManifestRuns {
+    /// Default none.
+    pub credentials_file: Option<String>,
+    /// Default 30.
+    pub lease_seconds: u64,
+}
+
+impl Default for ManifestRuns {
+    fn default() -> Self {
+        ManifestRuns {
+            credentials_file: None,
+            lease_seconds: 30,
+        }
+    }
+}
+
 /// `[skills]`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
