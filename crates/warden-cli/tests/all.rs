@@ -5,6 +5,7 @@ mod agent;
 mod bash_tool;
 mod cli;
 mod manifest;
+mod manifest_run;
 mod network;
 mod policy;
 mod sandbox;

@@ -658,71 +658,6 @@ fn web_fetch_reads_an_allowed_page_as_text_through_the_same_checks() {
     assert!(!other.stdout.contains("Docs"));
 }
 
-/// A TLS server for `secure.test` on 127.0.0.1, its certificate signed by a test CA (written to
-/// `ca_file`); it answers with its request line and the `Authorization` it got.
-fn tls_server(ca_file: &std::path::Path) -> u16 {
-    use rustls::pki_types::PrivateKeyDer;
-    let ca = rcgen::CertifiedIssuer::self_signed(
-        {
-            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-            params
-        },
-        rcgen::KeyPair::generate().unwrap(),
-    )
-    .unwrap();
-    std::fs::write(ca_file, ca.pem()).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["secure.test".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let config = std::sync::Arc::new(
-        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
-        )
-        .unwrap(),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            let config = std::sync::Arc::clone(&config);
-            std::thread::spawn(move || {
-                let Ok(conn) = rustls::ServerConnection::new(config) else {
-                    return;
-                };
-                let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let mut request = Vec::new();
-                let mut byte = [0u8; 1];
-                while !request.ends_with(b"\r\n\r\n") {
-                    if std::io::Read::read(&mut tls, &mut byte).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    request.push(byte[0]);
-                }
-                let text = String::from_utf8_lossy(&request).into_owned();
-                let line = text.lines().next().unwrap_or("").to_owned();
-                let body = format!("tls server saw: {line}");
-                let _ = write!(
-                    tls,
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = tls.flush();
-            });
-        }
-    });
-    port
-}
-
 #[test]
 fn a_host_whose_rule_names_methods_and_paths_is_decided_request_by_request() {
     let p = Project::new();
@@ -730,7 +665,7 @@ fn a_host_whose_rule_names_methods_and_paths_is_decided_request_by_request() {
         return;
     }
     let ca = p.tmp().join("upstream-ca.pem");
-    let port = tls_server(&ca);
+    let (port, _) = crate::support::tls_server("secure.test", &ca);
     let rule = format!("GET secure.test:{port}/pkg/*");
     let before = ca_dirs();
     let settings = p.tmp().join("open.toml");

@@ -217,3 +217,87 @@ sys.exit(os.waitstatus_to_exitcode(status))
             .unwrap(),
     )
 }
+
+/// The request heads a test server received, in order.
+pub(crate) type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A TLS server for `name` on 127.0.0.1, its certificate signed by a test CA (written to
+/// `ca_file`); it answers with its request line, and keeps every request head it received.
+pub(crate) fn tls_server(name: &str, ca_file: &Path) -> (u16, Seen) {
+    use rustls::pki_types::PrivateKeyDer;
+    use std::io::Write as _;
+    let ca = rcgen::CertifiedIssuer::self_signed(
+        {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params
+        },
+        rcgen::KeyPair::generate().unwrap(),
+    )
+    .unwrap();
+    std::fs::write(ca_file, ca.pem()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec![name.to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Seen = Seen::default();
+    let record = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = std::sync::Arc::clone(&config);
+            let record = std::sync::Arc::clone(&record);
+            std::thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                while !request.ends_with(b"\r\n\r\n") {
+                    if std::io::Read::read(&mut tls, &mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    request.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                // A body is read and dropped.
+                let length: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                let _ = std::io::Read::read_exact(&mut tls, &mut body);
+                let line = text.lines().next().unwrap_or("").to_owned();
+                record.lock().unwrap().push(text);
+                let body = format!("tls server saw: {line}");
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.flush();
+            });
+        }
+    });
+    (port, seen)
+}

@@ -139,10 +139,14 @@ const SYSTEM_BUNDLES: &[&str] = &[
 
 /// Writes this run's CA (its certificate only: the key never leaves the proxy) and a bundle
 /// of the system's roots with it, in a directory of its own.
-fn write_trust(ca_pem: &str) -> Result<std::path::PathBuf, String> {
+fn write_trust(
+    ca_pem: &str,
+    within: Option<&std::path::Path>,
+) -> Result<std::path::PathBuf, String> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("warden-ca-{}-{n}", std::process::id()));
+    let parent = within.map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+    let dir = parent.join(format!("warden-ca-{}-{n}", std::process::id()));
     let err = |e: std::io::Error| format!("the CA bundle in {}: {e}", dir.display());
     std::fs::create_dir_all(&dir).map_err(err)?;
     let system = SYSTEM_BUNDLES
@@ -164,12 +168,16 @@ pub fn start(
 ) -> Result<Egress, String> {
     let mut config = Config::new(policy(settings, allow, deny)?, resolver()?, sink);
     config.ask = ask;
-    launch(config)
+    launch(config, None)
 }
 
 /// Starts a proxy of `config` (its upstream roots from the test hook, when set), and writes
-/// the CA bundle the sandbox trusts when it ends some hosts' TLS.
-pub fn launch(mut config: Config) -> Result<Egress, String> {
+/// the CA bundle the sandbox trusts, when it ends some hosts' TLS, in a directory of its own
+/// under `trust_within` (default: the temporary directory).
+pub fn launch(
+    mut config: Config,
+    trust_within: Option<&std::path::Path>,
+) -> Result<Egress, String> {
     if let Ok(path) = std::env::var(TEST_UPSTREAM_CA) {
         use rustls::pki_types::pem::PemObject as _;
         let roots = rustls::pki_types::CertificateDer::pem_file_iter(&path)
@@ -179,6 +187,9 @@ pub fn launch(mut config: Config) -> Result<Egress, String> {
     }
     let proxy =
         Proxy::start(config).map_err(|e| format!("the egress proxy could not start: {e}"))?;
-    let trust = proxy.ca_pem().map(|pem| write_trust(&pem)).transpose()?;
+    let trust = proxy
+        .ca_pem()
+        .map(|pem| write_trust(&pem, trust_within))
+        .transpose()?;
     Ok(Egress { proxy, trust })
 }

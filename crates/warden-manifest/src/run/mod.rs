@@ -709,7 +709,7 @@ fn execute(
                 decide: Arc::new(move |request| decider.decide(request)),
             });
         }
-        Some(warden_tools::egress::launch(config)?)
+        Some(warden_tools::egress::launch(config, Some(&dir.root))?)
     } else {
         None
     };
