@@ -63,12 +63,16 @@ fn run(p: &Project, file: &str, extra: &[&str], script: &str) -> (Run, Value) {
     (run, receipt)
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
 fn sha256_file(path: &str) -> String {
-    let bytes = std::fs::read(path).unwrap();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 fn artifact<'a>(receipt: &'a Value, path: &str) -> &'a Value {
@@ -147,17 +151,12 @@ fn a_test_and_patch_run_gives_a_patch_a_report_a_true_receipt_and_no_workspace()
     );
     // The patch applies to the pinned commit and makes the test pass.
     git(&p.root(), &["apply", "--check", patch_file]);
-    let command = ["sh", "-c", script]
-        .iter()
-        .fold(Sha256::new(), |mut h, a| {
-            h.update(a.as_bytes());
-            h.update([0]);
-            h
-        })
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
+    let mut hasher = Sha256::new();
+    for arg in ["sh", "-c", script] {
+        hasher.update(arg.as_bytes());
+        hasher.update([0]);
+    }
+    let command = hex(&hasher.finalize());
     assert_eq!(receipt["commands"][0]["sha256"], command.as_str());
     // No command output in the receipt, and the copy is the same receipt.
     assert!(!receipt.to_string().contains("1 passed"));
@@ -239,12 +238,12 @@ fn the_scratch_space_holds_disk_mb_and_no_more_and_never_reaches_the_host() {
     let text = test_and_patch(&p).replace("    disk_mb: 2048", "    disk_mb: 2");
     let file = manifest(&p, "small.yaml", &text);
     // Three files of a MiB each: more than 2 MiB, each under the largest file allowed.
-    let fill = "for i in 1 2 3; do head -c 1048576 /dev/zero > $D/f$i || { echo FULL; exit 9; }; done; echo ROOM";
+    let writes = "for i in 1 2 3; do head -c 1048576 /dev/zero > $D/f$i || { echo FULL; exit 9; }; done; echo ROOM";
     let outside = tempfile::tempdir().unwrap();
     let probe = finish(
         &Command::new("sh")
             .arg("-c")
-            .arg(fill.replace("$D", outside.path().to_str().unwrap()))
+            .arg(writes.replace("$D", outside.path().to_str().unwrap()))
             .output()
             .unwrap(),
     );
@@ -259,7 +258,7 @@ fn the_scratch_space_holds_disk_mb_and_no_more_and_never_reaches_the_host() {
         &[],
         &format!(
             "echo results > /scratch/test-results.xml; {}",
-            fill.replace("$D", "/scratch")
+            writes.replace("$D", "/scratch")
         ),
     );
     assert_eq!(run.code, 9, "{}{}", run.stdout, run.stderr);
