@@ -9,37 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Project, Run, finish, sandbox_available};
-
-/// An HTTP server on 127.0.0.1 that answers every request with `hello from the test server`
-/// and the request line.
-fn http_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
-                        break;
-                    }
-                }
-                let body = format!("hello from the test server: {}", line.trim());
-                let mut stream = stream;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
-}
+use crate::support::{Project, Run, finish, http_server, sandbox_available};
 
 /// A UDP server on 127.0.0.1 that answers every datagram (a stand-in for a DNS resolver).
 fn udp_server() -> u16 {
