@@ -14,6 +14,9 @@ use crate::support::{Project, Run, finish, sandbox_available};
 
 const SEED: &str = include_str!("../../warden-manifest/tests/fixtures/seed-003.yaml");
 
+/// The credential of the capability test.
+const TOKEN: &str = "ghs_CapabilityToken0123456789abcdefXYZ";
+
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
@@ -670,7 +673,6 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
     repo(&p);
     let ca = p.tmp().join("ca.pem");
     let (port, seen) = crate::support::tls_server("ghe.test", &ca);
-    const TOKEN: &str = "ghs_CapabilityToken0123456789abcdefXYZ";
     let credentials = p.tmp().join("credentials.toml");
     std::fs::write(
         &credentials,
