@@ -214,11 +214,19 @@ fn approver(run_dir: PathBuf) -> Approver {
             "capability {} wants to {} in {} ({} {}{})",
             ask.capability_id, ask.action, ask.repository, ask.method, ask.host, ask.path
         );
-        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-            eprint!("warden: {question}. Allow? [y/N] ");
-            let _ = std::io::stderr().flush();
+        // The terminal itself, not standard input: the command may be reading that.
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()
+            .filter(|_| std::io::stderr().is_terminal());
+        if let Some(tty) = tty {
+            let mut writer = &tty;
+            let _ = write!(writer, "warden: {question}. Allow? [y/N] ");
+            let _ = writer.flush();
             let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
+            let _ = std::io::BufReader::new(&tty).read_line(&mut line);
             return matches!(line.trim(), "y" | "Y" | "yes");
         }
         let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

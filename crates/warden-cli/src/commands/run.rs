@@ -299,9 +299,17 @@ fn start(
     };
     let interrupt = Arc::new(Interrupt::default());
     {
+        // The handler is in place from here on, before any prompt is shown: a listener made
+        // inside the spawned task would only be registered once the runtime first ran it.
+        let _entered = runtime.enter();
+        let listener =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
         let interrupt = interrupt.clone();
         runtime.spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
+            let Some(mut listener) = listener else {
+                return;
+            };
+            while listener.recv().await.is_some() {
                 interrupt.raise();
                 warden_sandbox::kill_running();
             }

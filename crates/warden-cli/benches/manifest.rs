@@ -1,0 +1,157 @@
+//! Manifest benchmarks: validating a manifest (schema and preflight) against parsing the same
+//! YAML into a generic value, and a run's workspace set-up and teardown for a 10,000-file
+//! repository (two worktrees of the pinned commit, the link check, the removal and its
+//! verification, as the receipt times them) against copying and removing the same tree with
+//! `cp -a` and `rm -rf`. Each figure is printed beside its baseline from the same run.
+//!
+//! `cargo bench -p warden-cli --bench manifest -- [--runs N]`
+
+use std::error::Error;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+const MANIFEST: &str = include_str!("../../warden-manifest/tests/fixtures/seed-003-extended.yaml");
+
+fn main() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut runs = 7;
+    while let Some(arg) = args.next() {
+        if arg == "--runs" {
+            runs = args.next().ok_or("--runs needs a number")?.parse()?;
+        }
+    }
+    validate(runs * 100)?;
+    workspace(runs)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn validate(runs: usize) -> Result<()> {
+    let now = std::time::SystemTime::now();
+    let org = warden_config::OrgManifest::default();
+    let approvals = |_: &str, _: &str| -> std::result::Result<(), String> { Ok(()) };
+    let mut ours = Vec::new();
+    let mut plain = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let parsed = warden_manifest::parse(MANIFEST).map_err(|p| p.reason)?;
+        let problems = warden_manifest::preflight(&parsed, Some(&org), &approvals, now);
+        std::hint::black_box(problems);
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        let value: serde_json::Value = yaml_serde::from_str(MANIFEST)?;
+        std::hint::black_box(value);
+        plain.push(t.elapsed());
+    }
+    let (ours, plain) = (median(ours), median(plain));
+    println!("validate the seed's extended manifest (median of {runs}, target <= 5 ms):");
+    println!(
+        "  schema + preflight with an organisation policy  {:>8.3} ms   (parse to a generic value {:.3} ms; x{:.2})",
+        ms(ours),
+        ms(plain),
+        ms(ours) / ms(plain)
+    );
+    Ok(())
+}
+
+fn sh(dir: &Path, script: &str) -> Result<()> {
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()?;
+    if !status.success() {
+        return Err(format!("{script}: {status}").into());
+    }
+    Ok(())
+}
+
+/// A repository of 10,000 files in 100 directories, committed.
+fn repository(root: &Path) -> Result<()> {
+    for d in 0..100 {
+        let dir = root.join(format!("src/m{d:02}"));
+        std::fs::create_dir_all(&dir)?;
+        for f in 0..100 {
+            std::fs::write(
+                dir.join(format!("f{f:02}.rs")),
+                format!("// module {d} file {f}\npub fn f{f}() -> u32 {{ {f} }}\n"),
+            )?;
+        }
+    }
+    sh(
+        root,
+        "git init -q -b main && git -c user.email=b@x -c user.name=b add -A \
+         && git -c user.email=b@x -c user.name=b commit -q -m files",
+    )
+}
+
+fn workspace(runs: usize) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo)?;
+    repository(&repo)?;
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let template = warden_manifest::template("test-and-patch").ok_or("no template")?;
+    let manifest = tmp.path().join("m.yaml");
+    std::fs::write(&manifest, template)?;
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let (mut setup, mut teardown, mut copy, mut remove) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        let out = Command::new(warden)
+            .args(["manifest", "run"])
+            .arg(&manifest)
+            .args(["--json", "--", "true"])
+            .current_dir(&repo)
+            .env("WARDEN_HOME", home.join("warden"))
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .output()?;
+        let receipt: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?;
+        if receipt["status"] != "succeeded" || receipt["cleanup"]["workspace_destroyed"] != true {
+            return Err(format!("the run did not succeed: {receipt}").into());
+        }
+        let timing = |k: &str| Duration::from_millis(receipt["timings"][k].as_u64().unwrap_or(0));
+        setup.push(timing("setup_ms"));
+        teardown.push(timing("cleanup_ms"));
+        let target = tmp.path().join(format!("copy{i}"));
+        let t = Instant::now();
+        sh(tmp.path(), &format!("cp -a repo/src {}", target.display()))?;
+        copy.push(t.elapsed());
+        let t = Instant::now();
+        sh(tmp.path(), &format!("rm -rf {}", target.display()))?;
+        remove.push(t.elapsed());
+    }
+    let (setup, teardown, copy, remove) = (
+        median(setup),
+        median(teardown),
+        median(copy),
+        median(remove),
+    );
+    println!("a run's workspace, 10,000 files (median of {runs}, target <= 1000 ms each):");
+    println!(
+        "  set-up: repo + workspace worktrees, link check   {:>8.1} ms   (cp -a of the tree {:.1} ms; x{:.2})",
+        ms(setup),
+        ms(copy),
+        ms(setup) / ms(copy)
+    );
+    println!(
+        "  teardown: patch, removal, verification           {:>8.1} ms   (rm -rf of the tree {:.1} ms; x{:.2})",
+        ms(teardown),
+        ms(remove),
+        ms(teardown) / ms(remove)
+    );
+    Ok(())
+}
