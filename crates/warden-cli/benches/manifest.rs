@@ -24,7 +24,17 @@ fn main() -> Result<()> {
         }
     }
     validate(runs * 100)?;
-    workspace(runs)
+    let tmp = tempfile::tempdir()?;
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo)?;
+    repository(&repo)?;
+    workspace(&repo, tmp.path(), None, runs)?;
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        let on_tmpfs = tempfile::tempdir_in(shm)?;
+        workspace(&repo, tmp.path(), Some(on_tmpfs.path()), runs)?;
+    }
+    Ok(())
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -95,13 +105,24 @@ fn repository(root: &Path) -> Result<()> {
     )
 }
 
-fn workspace(runs: usize) -> Result<()> {
-    let tmp = tempfile::tempdir()?;
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(&repo)?;
-    repository(&repo)?;
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home)?;
+/// Runs under the manifest in `repo`, their directories in `runs_dir` (default: beside the
+/// trace, in `scratch`), against copying the tree where they are.
+fn workspace(repo: &Path, scratch: &Path, runs_dir: Option<&Path>, runs: usize) -> Result<()> {
+    let home = tempfile::tempdir_in(scratch)?;
+    let home = home.path();
+    if let Some(dir) = runs_dir {
+        let settings = home.join(".config/warden/settings.toml");
+        std::fs::create_dir_all(settings.parent().ok_or("no parent")?)?;
+        std::fs::write(
+            &settings,
+            format!(
+                "[manifest]\nruns_dir = \"{}\"\n",
+                dir.join("runs").display()
+            ),
+        )?;
+    }
+    let copies = runs_dir.unwrap_or(scratch);
+    let tmp = tempfile::tempdir_in(scratch)?;
     let template = warden_manifest::template("test-and-patch").ok_or("no template")?;
     let manifest = tmp.path().join("m.yaml");
     std::fs::write(&manifest, template)?;
@@ -113,9 +134,9 @@ fn workspace(runs: usize) -> Result<()> {
             .args(["manifest", "run"])
             .arg(&manifest)
             .args(["--json", "--", "true"])
-            .current_dir(&repo)
+            .current_dir(repo)
             .env("WARDEN_HOME", home.join("warden"))
-            .env("HOME", &home)
+            .env("HOME", home)
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .output()?;
         let receipt: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -126,9 +147,9 @@ fn workspace(runs: usize) -> Result<()> {
         let timing = |k: &str| Duration::from_millis(receipt["timings"][k].as_u64().unwrap_or(0));
         setup.push(timing("setup_ms"));
         teardown.push(timing("cleanup_ms"));
-        let target = tmp.path().join(format!("copy{i}"));
+        let target = copies.join(format!("copy{i}"));
         let t = Instant::now();
-        sh(tmp.path(), &format!("cp -a repo/src {}", target.display()))?;
+        sh(repo, &format!("cp -a src {}", target.display()))?;
         copy.push(t.elapsed());
         let t = Instant::now();
         sh(tmp.path(), &format!("rm -rf {}", target.display()))?;
@@ -140,7 +161,14 @@ fn workspace(runs: usize) -> Result<()> {
         median(copy),
         median(remove),
     );
-    println!("a run's workspace, 10,000 files (median of {runs}, target <= 1000 ms each):");
+    let place = if runs_dir.is_some() {
+        "runs on tmpfs"
+    } else {
+        "runs on disk, beside the trace"
+    };
+    println!(
+        "a run's workspace, 10,000 files, {place} (median of {runs}, target <= 1000 ms each):"
+    );
     println!(
         "  set-up: repo + workspace worktrees, link check   {:>8.1} ms   (cp -a of the tree {:.1} ms; x{:.2})",
         ms(setup),

@@ -17,13 +17,13 @@ use crate::{CliError, Exit};
 pub(super) fn run(dir: Option<PathBuf>, command: ManifestCommand) -> Result<Exit, CliError> {
     match command {
         ManifestCommand::Run(args) => super::manifest_run::run(dir, &args),
-        ManifestCommand::Reap { json } => super::manifest_run::reap(json),
+        ManifestCommand::Reap { json } => super::manifest_run::reap(dir, json),
         ManifestCommand::Answer {
             run_id,
             request,
             allow,
             deny: _,
-        } => super::manifest_run::answer(&run_id, request, allow),
+        } => super::manifest_run::answer(dir, &run_id, request, allow),
         ManifestCommand::Validate {
             file,
             org_policy,

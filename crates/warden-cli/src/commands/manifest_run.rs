@@ -30,9 +30,21 @@ const QUARANTINED: u8 = 121;
 /// How long a run waits for an answer about an action before refusing it.
 const ANSWER_WAIT: Duration = Duration::from_secs(600);
 
-fn runs_dir() -> Result<PathBuf, CliError> {
+/// Where runs' directories are: `[manifest] runs_dir`, else `runs` beside the trace.
+fn runs_dir(settings: &warden_config::Settings) -> Result<PathBuf, CliError> {
+    if let Some(dir) = &settings.manifest.runs_dir {
+        return Ok(home_relative(dir));
+    }
     let trace = warden_trace::default_path().map_err(CliError::failure)?;
     Ok(warden_manifest::run::default_runs_dir(&trace))
+}
+
+fn home_relative(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from(path), |h| PathBuf::from(h).join(rest)),
+        None => PathBuf::from(path),
+    }
 }
 
 pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, CliError> {
@@ -75,7 +87,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, 
         )));
     }
     let run_id = warden_manifest::run::new_run_id();
-    let runs = runs_dir()?;
+    let runs = runs_dir(&settings)?;
     let store = open_trace().ok();
     if let Some(store) = &store {
         let _ = store.manifest_run_started(&run_id, &parsed.sha256);
@@ -173,11 +185,7 @@ fn summary(receipt: &Receipt, dir: &Path) {
 /// The credential of a source-control host: from the credentials file of the settings, else
 /// `GITHUB_TOKEN` or `GH_TOKEN` for github.com. Read when the run starts, held by the proxy.
 fn credentials(file: Option<&str>) -> Credential {
-    let path = file.map(|f| match f.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME")
-            .map_or_else(|| PathBuf::from(f), |h| PathBuf::from(h).join(rest)),
-        None => PathBuf::from(f),
-    });
+    let path = file.map(home_relative);
     let table: Option<toml::Table> = path.as_ref().and_then(|p| {
         let text = std::fs::read_to_string(p)
             .map_err(|e| eprintln!("warden: credentials file {}: {e}", p.display()))
@@ -265,12 +273,18 @@ fn approver(run_dir: PathBuf) -> Approver {
     })
 }
 
-pub(super) fn answer(run_id: &str, request: u32, allow: bool) -> Result<Exit, CliError> {
+pub(super) fn answer(
+    dir: Option<PathBuf>,
+    run_id: &str,
+    request: u32,
+    allow: bool,
+) -> Result<Exit, CliError> {
     let valid = run_id.starts_with("run-") && run_id[4..].bytes().all(|b| b.is_ascii_hexdigit());
     if !valid {
         return Err(CliError::usage(anyhow!("{run_id:?} is not a run id")));
     }
-    let pending = runs_dir()?.join(run_id).join("approvals");
+    let settings = load_settings(dir)?;
+    let pending = runs_dir(&settings)?.join(run_id).join("approvals");
     if !pending.join(format!("{request}.json")).is_file() {
         return Err(CliError::failure(anyhow!(
             "run {run_id} has no request {request} waiting"
@@ -285,8 +299,9 @@ pub(super) fn answer(run_id: &str, request: u32, allow: bool) -> Result<Exit, Cl
     Ok(Exit::Success)
 }
 
-pub(super) fn reap(json: bool) -> Result<Exit, CliError> {
-    let runs = runs_dir()?;
+pub(super) fn reap(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
+    let settings = load_settings(dir)?;
+    let runs = runs_dir(&settings)?;
     let reaped = warden_manifest::run::reap(&runs);
     if let Ok(store) = open_trace() {
         for r in reaped

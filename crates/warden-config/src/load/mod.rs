@@ -105,43 +105,7 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
             let origin = crate::error::location(&path, line, line.map(|_| 1));
             return Err(org_outside_managed(origin, opts));
         }
-        // A project cannot trust its own skills: its files come with the repository.
-        if matches!(layer, Layer::Project | Layer::Local)
-            && raw
-                .skills
-                .as_ref()
-                .is_some_and(|s| s.trusted_roots.is_some())
-        {
-            let line = text
-                .lines()
-                .position(|l| l.trim_start().starts_with("trusted_roots"))
-                .map(|i| i + 1);
-            return Err(ConfigError::Value {
-                origin: crate::error::location(&path, line, line.map(|_| 1)),
-                key: "skills.trusted_roots".to_owned(),
-                message: "may only be set in the user's settings or the managed file: the \
-                          project's own files cannot make its skills trusted"
-                    .to_owned(),
-            });
-        }
-        // Nor can it name the file credentials are read from.
-        if matches!(layer, Layer::Project | Layer::Local)
-            && raw
-                .manifest
-                .as_ref()
-                .is_some_and(|m| m.credentials_file.is_some())
-        {
-            let line = text
-                .lines()
-                .position(|l| l.trim_start().starts_with("credentials_file"))
-                .map(|i| i + 1);
-            return Err(ConfigError::Value {
-                origin: crate::error::location(&path, line, line.map(|_| 1)),
-                key: "manifest.credentials_file".to_owned(),
-                message: "may only be set in the user's settings or the managed file: a                           project cannot choose which file warden reads credentials from"
-                    .to_owned(),
-            });
-        }
+        user_or_managed_only(layer, &raw, &text, &path)?;
         layers.push((Origin::File(path.clone()), raw));
         sources.push(SettingsSource { layer, path });
     }
@@ -230,5 +194,59 @@ pub fn parse_str(text: &str, origin: &Path) -> Result<RawSettings, ConfigError> 
             },
             message: inner.message().trim_end().to_owned(),
         }
+    })
+}
+
+/// What only the user's settings and the managed file may set: a project's own files would
+/// trust its own skills, choose which file credentials are read from, or where runs'
+/// directories are made and removed.
+fn user_or_managed_only(
+    layer: Layer,
+    raw: &RawSettings,
+    text: &str,
+    path: &Path,
+) -> Result<(), ConfigError> {
+    if !matches!(layer, Layer::Project | Layer::Local) {
+        return Ok(());
+    }
+    let skills = raw
+        .skills
+        .as_ref()
+        .filter(|s| s.trusted_roots.is_some())
+        .map(|_| {
+            (
+                "skills.trusted_roots",
+                "trusted_roots",
+                "the project's own files cannot make its skills trusted",
+            )
+        });
+    let manifest = raw.manifest.as_ref().and_then(|m| {
+        if m.credentials_file.is_some() {
+            Some((
+                "manifest.credentials_file",
+                "credentials_file",
+                "a project cannot choose which file warden reads credentials from",
+            ))
+        } else if m.runs_dir.is_some() {
+            Some((
+                "manifest.runs_dir",
+                "runs_dir",
+                "a project cannot choose where warden makes and removes runs' directories",
+            ))
+        } else {
+            None
+        }
+    });
+    let Some((key, name, why)) = skills.or(manifest) else {
+        return Ok(());
+    };
+    let line = text
+        .lines()
+        .position(|l| l.trim_start().starts_with(name))
+        .map(|i| i + 1);
+    Err(ConfigError::Value {
+        origin: crate::error::location(path, line, line.map(|_| 1)),
+        key: key.to_owned(),
+        message: format!("may only be set in the user's settings or the managed file: {why}"),
     })
 }

@@ -403,4 +403,11 @@ fn a_project_cannot_name_the_credentials_file() {
         );
         assert_eq!(settings.manifest.lease_seconds, 30);
     }
+    let fx = Fixture::new();
+    let path = fx.write(Layer::Project, "[manifest]\nruns_dir = \"/home/u\"\n");
+    let err = fx.load().unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("{}:2:1: manifest.runs_dir:", path.display())),
+        "{err}"
+    );
 }

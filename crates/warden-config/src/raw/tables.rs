@@ -241,11 +241,17 @@ pub struct RawManifest {
     /// How long a run's lease lasts without renewal before `warden manifest reap` may cancel
     /// it, in seconds. Default 30.
     pub lease_seconds: Option<u64>,
+    /// Where runs' directories (their worktrees, scratch, artifacts and receipts) are made.
+    /// A tmpfs such as `/dev/shm/warden-runs` makes checkouts of large repositories fast.
+    /// `~/` is the home directory. Only the user's settings and the managed file may set this.
+    /// Default `runs` beside the trace database.
+    pub runs_dir: Option<String>,
 }
 
 merge_struct!(RawManifest {
     credentials_file,
-    lease_seconds
+    lease_seconds,
+    runs_dir
 });
 
 /// `[skills]`: skill discovery.

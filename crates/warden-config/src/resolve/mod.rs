@@ -349,11 +349,13 @@ fn build_manifest(raw: RawManifest) -> ManifestRuns {
     let RawManifest {
         credentials_file,
         lease_seconds,
+        runs_dir,
     } = raw;
     let d = ManifestRuns::default();
     ManifestRuns {
         credentials_file: credentials_file.filter(|f| !f.trim().is_empty()),
         lease_seconds: lease_seconds.filter(|s| *s > 0).unwrap_or(d.lease_seconds),
+        runs_dir: runs_dir.filter(|f| !f.trim().is_empty()),
     }
 }
 

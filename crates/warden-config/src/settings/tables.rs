@@ -281,6 +281,8 @@ pub struct ManifestRuns {
     pub credentials_file: Option<String>,
     /// Default 30.
     pub lease_seconds: u64,
+    /// Default none (`runs` beside the trace database).
+    pub runs_dir: Option<String>,
 }
 
 impl Default for ManifestRuns {
@@ -288,6 +290,7 @@ impl Default for ManifestRuns {
         ManifestRuns {
             credentials_file: None,
             lease_seconds: 30,
+            runs_dir: None,
         }
     }
 }

@@ -179,6 +179,11 @@ pub fn reap(runs: &Path) -> Vec<Reaped> {
             continue;
         };
         let repo = lease.repository.as_deref().and_then(|r| Repo::open(r).ok());
+        // A lease is only data: nothing outside the run's own directory is ever removed.
+        let own = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        lease
+            .resolved
+            .retain(|r| r.path.starts_with(&own) && r.path != own);
         let mut reaped = Reaped {
             run_id: lease.run_id.clone(),
             action: ReapAction::Cancelled,
