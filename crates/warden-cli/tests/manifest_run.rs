@@ -763,3 +763,45 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
         assert!(!found, "the credential is in {}", file.display());
     }
 }
+
+#[test]
+fn runs_may_live_on_a_tmpfs_named_in_the_users_settings() {
+    let p = Project::new();
+    if !sandbox_available(&p) || !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    repo(&p);
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let settings = p.home.join(".config/warden/settings.toml");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        format!(
+            "[manifest]\nruns_dir = \"{}\"\n",
+            shm.path().join("runs").display()
+        ),
+    )
+    .unwrap();
+    // With the proxy's CA too: the sandbox builds its own /dev, so nothing is seen at a path
+    // under /dev/shm.
+    let text = test_and_patch(&p).replace(
+        "  allow: []\n",
+        "  allow:\n    - host: registry.test\n      methods: [GET]\n",
+    );
+    let file = manifest(&p, "m.yaml", &text);
+    let (run, receipt) = run(
+        &p,
+        &file,
+        &[],
+        "cd /workspace && echo '# x' >> slug.py && test -s \"$SSL_CERT_FILE\"",
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let patch = artifact(&receipt, "patch");
+    assert!(
+        patch["stored"]
+            .as_str()
+            .unwrap()
+            .starts_with(shm.path().to_str().unwrap())
+    );
+    assert!(!runs_dir(&p).exists(), "nothing beside the trace");
+}

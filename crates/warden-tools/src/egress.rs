@@ -111,6 +111,22 @@ impl Egress {
             return;
         };
         request.allow_read.push(dir.clone());
+        Self::point_at(request, dir);
+    }
+
+    /// As [`Egress::trust`], the bundle's directory mounted read-only at `inside` instead of
+    /// its own path.
+    pub fn trust_at(&self, request: &mut warden_sandbox::Request, inside: &std::path::Path) {
+        let Some(dir) = &self.trust else {
+            return;
+        };
+        request
+            .mounts
+            .push((dir.clone(), inside.to_path_buf(), false));
+        Self::point_at(request, inside);
+    }
+
+    fn point_at(request: &mut warden_sandbox::Request, dir: &std::path::Path) {
         let bundle = dir.join("bundle.pem").display().to_string();
         for name in BUNDLE_VARIABLES {
             request.env.push(((*name).to_owned(), bundle.clone()));

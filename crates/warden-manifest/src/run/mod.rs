@@ -110,6 +110,9 @@ pub fn command_sha256(command: &[String]) -> String {
 /// Where the repository's git directory appears inside the sandbox (read-only).
 const GIT_INSIDE: &str = "/.warden/git";
 
+/// Where the CA bundle of the run's proxy appears inside the sandbox, when it has one.
+const CA_INSIDE: &str = "/.warden/ca";
+
 /// What the run was set up with.
 struct Setup {
     repo: Option<Repo>,
@@ -764,7 +767,7 @@ fn execute(
     }
     request.env = env;
     if let Some(e) = &egress {
-        e.trust(&mut request);
+        e.trust_at(&mut request, Path::new(CA_INSIDE));
     }
     // Artifacts in the scratch tmpfs are copied out by the sandbox's helper before it goes.
     let collected_dir = dir.collected();
