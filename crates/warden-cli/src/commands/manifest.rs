@@ -14,16 +14,10 @@ use super::{open_trace, print_json};
 use crate::args::ManifestCommand;
 use crate::{CliError, Exit};
 
-pub(super) fn run(dir: Option<PathBuf>, command: ManifestCommand) -> Result<Exit, CliError> {
+/// `validate`, `init`, `approve` and `schema`; `run`, `reap` and `answer` are in
+/// `manifest_run`.
+pub(super) fn run(command: ManifestCommand) -> Result<Exit, CliError> {
     match command {
-        ManifestCommand::Run(args) => super::manifest_run::run(dir, &args),
-        ManifestCommand::Reap { json } => super::manifest_run::reap(dir, json),
-        ManifestCommand::Answer {
-            run_id,
-            request,
-            allow,
-            deny: _,
-        } => super::manifest_run::answer(dir, &run_id, request, allow),
         ManifestCommand::Validate {
             file,
             org_policy,
@@ -40,6 +34,9 @@ pub(super) fn run(dir: Option<PathBuf>, command: ManifestCommand) -> Result<Exit
             by,
             json,
         } => approve(&file, &ttl, by, json),
+        ManifestCommand::Run(_) | ManifestCommand::Reap { .. } | ManifestCommand::Answer { .. } => {
+            unreachable!("dispatched to manifest_run")
+        }
         ManifestCommand::Schema => {
             let schema = serde_json::to_string_pretty(&warden_manifest::json_schema())
                 .map_err(CliError::failure)?;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use warden_config::{LoadOptions, RawSettings, Settings};
 
-use crate::args::{Cli, Command, ContextCommand, SandboxCommand};
+use crate::args::{Cli, Command, ContextCommand, ManifestCommand, SandboxCommand};
 use crate::{CliError, Exit};
 
 pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
@@ -37,7 +37,15 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Compact(args) => run::compact(dir, &args, false),
         Command::Handoff(args) => run::compact(dir, &args, true),
         Command::Skills(command) => skills::run(dir, &command),
-        Command::Manifest(command) => manifest::run(dir, command),
+        Command::Manifest(ManifestCommand::Run(args)) => manifest_run::run(dir, &args),
+        Command::Manifest(ManifestCommand::Reap { json }) => manifest_run::reap(dir, json),
+        Command::Manifest(ManifestCommand::Answer {
+            run_id,
+            request,
+            allow,
+            deny: _,
+        }) => manifest_run::answer(dir, &run_id, request, allow),
+        Command::Manifest(command) => manifest::run(command),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
     }
 }

@@ -50,42 +50,53 @@ impl RunDir {
     }
 }
 
+/// Every entry below `root` but directories, links not followed, the checkout's own `.git`
+/// left out: its path relative to `root` and what `lstat` says of it.
+pub(crate) fn entries(root: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            if dir == root && entry.file_name() == ".git" {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.strip_prefix(root).unwrap_or(&path).to_path_buf(), meta));
+            }
+        }
+    }
+    out
+}
+
 /// Links in the checkout at `root` that lead outside it: symbolic links whose target is
 /// absolute or climbs above `root`, and files with more names than the checkout holds.
 pub(crate) fn links_leaving(root: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if dir == root && entry.file_name() == ".git" {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).unwrap_or_default();
-                if escapes(&rel, &target) {
-                    found.push(format!(
-                        "{} -> {} (a symbolic link out of the checkout)",
-                        rel.display(),
-                        target.display()
-                    ));
-                }
-            } else if meta.is_dir() {
-                stack.push(path);
-            } else if meta.nlink() > 1 {
+    for (rel, meta) in entries(root) {
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(root.join(&rel)).unwrap_or_default();
+            if escapes(&rel, &target) {
                 found.push(format!(
-                    "{} (a hard link: {} names)",
+                    "{} -> {} (a symbolic link out of the checkout)",
                     rel.display(),
-                    meta.nlink()
+                    target.display()
                 ));
             }
+        } else if meta.nlink() > 1 {
+            found.push(format!(
+                "{} (a hard link: {} names)",
+                rel.display(),
+                meta.nlink()
+            ));
         }
     }
     found.sort();

@@ -2,6 +2,7 @@
 //! declared set against what the run used — paths written, hosts reached, time, CPU, memory,
 //! scratch and requests — with the changes that would let it run enforced.
 
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -15,60 +16,33 @@ use crate::schema::{Manifest, Mode};
 /// The most paths listed.
 const MAX_LISTED: usize = 200;
 
-/// Files under `root` changed at or after `since` (links not followed), as paths relative to it.
+/// Files under `root` changed at or after `since` (links not followed), relative to it. The
+/// change time is used: unlike the modification time, a command cannot set it back.
 fn written_since(root: &Path, since: SystemTime) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if dir == root && entry.file_name() == ".git" {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if meta.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            // The change time cannot be set back, unlike the modification time.
+    let since = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut out: Vec<PathBuf> = super::layout::entries(root)
+        .into_iter()
+        .filter(|(_, meta)| {
             let ctime = std::time::Duration::new(
-                u64::try_from(std::os::unix::fs::MetadataExt::ctime(&meta)).unwrap_or(0),
-                u32::try_from(std::os::unix::fs::MetadataExt::ctime_nsec(&meta)).unwrap_or(0),
+                u64::try_from(meta.ctime()).unwrap_or(0),
+                u32::try_from(meta.ctime_nsec()).unwrap_or(0),
             );
-            let since = since
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default();
-            let changed = ctime >= since;
-            if changed {
-                out.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
-            }
-        }
-    }
+            ctime >= since
+        })
+        .map(|(rel, _)| rel)
+        .collect();
     out.sort();
     out
 }
 
 fn bytes_under(root: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(entry.path()),
-                Ok(t) if t.is_file() => total += entry.metadata().map_or(0, |m| m.len()),
-                _ => {}
-            }
-        }
-    }
-    total
+    super::layout::entries(root)
+        .iter()
+        .filter(|(_, meta)| meta.is_file())
+        .map(|(_, meta)| meta.len())
+        .sum()
 }
 
 #[allow(clippy::cast_precision_loss)]
