@@ -114,6 +114,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, 
         home: base.home,
         home_allow: base.home_allow,
         capture: args.json,
+        session: false,
     };
     eprintln!("warden: run {run_id} starting");
     let finished = warden_manifest::run::run(&parsed, &options).map_err(|e| CliError {

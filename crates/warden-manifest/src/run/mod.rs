@@ -71,6 +71,10 @@ pub struct Options {
     pub home_allow: Vec<PathBuf>,
     /// Capture the command's output instead of passing it through.
     pub capture: bool,
+    /// Commands come one after another from an agent session, each in a sandbox of its own:
+    /// the scratch space lives on disk between them (`disk_mb` then limits each file and the
+    /// private `/tmp`, not the scratch's total).
+    pub session: bool,
 }
 
 /// How a run ended.
@@ -125,8 +129,43 @@ struct Setup {
 
 /// Runs `parsed`'s command under it. `Err` only when the run's directory cannot be made;
 /// every later failure is a receipt (status `refused`, `failed`, `quarantined`, …).
-#[allow(clippy::too_many_lines)]
 pub fn run(parsed: &Parsed, options: &Options) -> Result<Finished, String> {
+    let mut prepared = prepare(parsed, options)?;
+    let (stdout, stderr) = prepared.run_command(options);
+    let mut finished = prepared.finish()?;
+    finished.stdout = stdout;
+    finished.stderr = stderr;
+    Ok(finished)
+}
+
+/// A run set up and not yet finished: its directories resolved, its sandbox built, its proxy
+/// serving, its lease renewed. Commands run in it one after another ([`Prepared::run_command`],
+/// or an agent session's through [`Prepared::request`]); [`Prepared::finish`] collects,
+/// cleans up and writes the receipt.
+pub struct Prepared {
+    parsed: Parsed,
+    report_only: bool,
+    dir: RunDir,
+    lease: Arc<Mutex<Lease>>,
+    heartbeat: Option<lease::Heartbeat>,
+    setup: Result<Setup, String>,
+    receipt: Receipt,
+    capabilities: Option<Arc<Capabilities>>,
+    egress: Option<Arc<warden_tools::egress::Egress>>,
+    observed: Arc<Mutex<Vec<Record>>>,
+    /// The sandbox of every command, its program left to fill in.
+    base: Option<Request>,
+    in_sized: Vec<(String, PathBuf, PathBuf)>,
+    collected: Vec<warden_sandbox::Collected>,
+    last: Option<warden_sandbox::Outcome>,
+    began: SystemTime,
+    run_started: Instant,
+}
+
+/// Sets a run up: the directory, the lease, every alias, the sandbox and the proxy. `Err`
+/// only when the run's directory cannot be made; a failure after that leaves a run that runs
+/// nothing and finishes `refused`.
+pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
     let started = Instant::now();
     let started_at = SystemTime::now();
     let m = &parsed.manifest;
@@ -169,110 +208,286 @@ pub fn run(parsed: &Parsed, options: &Options) -> Result<Finished, String> {
         .grants
         .forbidden_paths
         .clone_from(&m.filesystem.forbidden_paths);
-
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
     let setup = setup(parsed, options, &dir, &lease, &mut receipt);
-    receipt.timings.setup_ms = elapsed_ms(started);
-    let mut capabilities: Option<Arc<Capabilities>> = None;
-    let run_started = Instant::now();
-    if let Ok(setup) = &setup {
-        match execute(parsed, options, &dir, setup, &mut receipt) {
-            Ok(ran) => {
-                capabilities = ran.capabilities;
-                stdout = ran.stdout;
-                stderr = ran.stderr;
-            }
-            Err(why) => receipt.warnings.push(format!("nothing ran: {why}")),
-        }
-    } else if let Err(why) = &setup {
-        receipt.warnings.push(format!("nothing ran: {why}"));
-    }
-    receipt.timings.run_ms = elapsed_ms(run_started);
-
-    // Cleanup: revoke, collect the patch, destroy, verify.
-    let cleanup_started = Instant::now();
-    if let Some(caps) = &capabilities {
-        caps.revoke();
-        receipt.denied.capability_denials = caps.denials();
-    }
-    receipt.cleanup.capabilities_revoked = true;
-    receipt.cleanup.processes_terminated = !receipt.commands.is_empty() || setup.is_err();
-    // What was made: the setup's, or the lease's when the setup stopped half-way.
-    let (repo, resolved) = if let Ok(s) = &setup {
-        (s.repo.clone(), s.resolved.clone())
-    } else {
-        let l = lock(&lease);
-        (
-            l.repository.as_deref().and_then(|r| Repo::open(r).ok()),
-            l.resolved.clone(),
-        )
-    };
-    let secrets = capabilities
-        .as_ref()
-        .map(|c| c.secrets())
-        .unwrap_or_default();
-    if let Ok(setup) = &setup
-        && !receipt.commands.is_empty()
-    {
-        collect::patch(
-            setup.repo.as_ref(),
-            &setup.resolved,
-            parsed,
-            &dir,
-            &secrets,
-            &mut receipt,
-        );
-    }
-    let keep_workspace = !m.cleanup.delete_workspace;
-    let to_destroy: Vec<Resolved> = resolved
-        .iter()
-        .filter(|r| !(keep_workspace && r.alias == "workspace"))
-        .cloned()
-        .chain(std::iter::once(Resolved {
-            alias: "collected".to_owned(),
-            path: dir.collected(),
-            git_dir: None,
-        }))
-        .collect();
-    let destroyed = layout::destroy(repo.as_ref(), &to_destroy);
-    receipt.cleanup.workspace_destroyed = destroyed.destroyed && !keep_workspace;
-    receipt.cleanup.errors.clone_from(&destroyed.errors);
-    if keep_workspace {
-        receipt
-            .warnings
-            .push("cleanup.delete_workspace is false: the workspace is kept".to_owned());
-    }
-    let retain = std::time::Duration::from_secs(m.cleanup.retain_artifacts_hours * 3600);
-    let until = SystemTime::now() + retain;
-    receipt.cleanup.artifacts_retained_until =
-        Some(humantime::format_rfc3339_seconds(until).to_string());
-    receipt.timings.cleanup_ms = elapsed_ms(cleanup_started);
-    receipt.timings.finished_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    drop(heartbeat);
-    {
-        let mut l = lock(&lease);
-        l.heartbeat_ms = lease::now_ms();
-        l.artifacts_until_ms =
-            Some(lease::now_ms() + u64::try_from(retain.as_millis()).unwrap_or(u64::MAX));
-        if destroyed.destroyed {
-            l.status = LeaseStatus::Finished;
-        } else {
-            l.status = LeaseStatus::Quarantined;
-            l.quarantine = destroyed.errors;
-            receipt.status = Status::Quarantined;
-        }
-        let _ = l.write(&dir.root);
-    }
-    let text = serde_json::to_string_pretty(&receipt).map_err(|e| e.to_string())?;
-    std::fs::write(dir.root.join("receipt.json"), text + "\n")
-        .map_err(|e| format!("{}: {e}", dir.root.join("receipt.json").display()))?;
-    Ok(Finished {
+    let mut prepared = Prepared {
+        parsed: parsed.clone(),
+        report_only: options.report_only,
+        dir,
+        lease,
+        heartbeat: Some(heartbeat),
+        setup,
         receipt,
-        dir: dir.root,
-        stdout,
-        stderr,
-    })
+        capabilities: None,
+        egress: None,
+        observed: Arc::new(Mutex::new(Vec::new())),
+        base: None,
+        in_sized: Vec::new(),
+        collected: Vec::new(),
+        last: None,
+        began: SystemTime::now(),
+        run_started: Instant::now(),
+    };
+    if let Err(why) = &prepared.setup {
+        prepared
+            .receipt
+            .warnings
+            .push(format!("nothing ran: {why}"));
+    } else if let Err(why) = prepared.build(options) {
+        prepared
+            .receipt
+            .warnings
+            .push(format!("nothing ran: {why}"));
+    }
+    prepared.receipt.timings.setup_ms = elapsed_ms(started);
+    prepared.began = SystemTime::now();
+    prepared.run_started = Instant::now();
+    Ok(prepared)
+}
+
+impl Prepared {
+    pub fn run_id(&self) -> &str {
+        &self.receipt.run_id
+    }
+
+    /// The run's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir.root
+    }
+
+    /// Whether commands may run: the set-up and the sandbox's construction succeeded.
+    pub fn ready(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// The host directory an agent session works in: the workspace, else the repository's
+    /// checkout, else the scratch space; and whether the manifest lets it be written there
+    /// (a `read_write` mount, with no writable paths narrowing it).
+    pub fn work_dir(&self) -> Option<(PathBuf, bool)> {
+        let setup = self.setup.as_ref().ok()?;
+        let m = &self.parsed.manifest;
+        ["workspace", "repo", "run-scratch"]
+            .iter()
+            .find_map(|alias| {
+                let (host, target, _, _) = setup.mounts.iter().find(|mt| mt.3 == *alias)?;
+                let declared = m
+                    .filesystem
+                    .mounts
+                    .iter()
+                    .find(|mt| Path::new(&mt.target) == target)?;
+                let narrowed = !m.filesystem.writable_paths.is_empty()
+                    && !m
+                        .filesystem
+                        .writable_paths
+                        .iter()
+                        .any(|w| Path::new(w) == target);
+                let writable = declared.mode == Mode::ReadWrite && *alias != "repo" && !narrowed;
+                Some((host.clone(), writable))
+            })
+    }
+
+    /// The sandbox of a command: the manifest's, with `program` and `args`.
+    pub fn request(&self, program: &str, args: &[String]) -> Option<Request> {
+        let mut request = self.base.clone()?;
+        program.clone_into(&mut request.program);
+        request.args = args.to_vec();
+        Some(request)
+    }
+
+    /// The run's egress proxy, when its sandbox has one: it serves every command's listener.
+    pub fn egress(&self) -> Option<Arc<warden_tools::egress::Egress>> {
+        self.egress.clone()
+    }
+
+    /// Records commands run elsewhere in this run's sandbox (an agent session's shell
+    /// commands).
+    pub fn record_commands(&mut self, commands: Vec<CommandRun>) {
+        self.receipt.commands.extend(commands);
+    }
+
+    /// Runs `options.command` in the run's sandbox and records it; its output, when captured.
+    pub fn run_command(&mut self, options: &Options) -> (Vec<u8>, Vec<u8>) {
+        let Some(mut request) = self.request(
+            options.command.first().map_or("", String::as_str),
+            options.command.get(1..).unwrap_or_default(),
+        ) else {
+            return (Vec::new(), Vec::new());
+        };
+        // Artifacts in the scratch tmpfs are copied out by the sandbox's helper before it goes.
+        request.collect = self
+            .in_sized
+            .iter()
+            .map(|(_, src, dst)| (src.clone(), dst.clone()))
+            .collect();
+        let outcome = Plan::new(&request).and_then(|plan| {
+            let sandbox = Sandbox::new(&options.helper);
+            let output = if options.capture {
+                Output::Capture
+            } else {
+                Output::Inherit
+            };
+            match &self.egress {
+                Some(e) => sandbox.run_serving(&plan, output, &mut |listener| {
+                    let _ = e.proxy.serve(listener);
+                }),
+                None => sandbox.run(&plan, output),
+            }
+            .map_err(|e| e.to_string())
+        });
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(why) => {
+                self.receipt.warnings.push(format!(
+                    "nothing ran: the sandbox could not be established: {why}"
+                ));
+                return (Vec::new(), Vec::new());
+            }
+        };
+        self.receipt.grants.layers.clone_from(&outcome.layers);
+        self.receipt.commands.push(CommandRun {
+            sha256: command_sha256(&options.command),
+            exit_code: outcome.exit_code,
+            duration_ms: outcome.duration_ms,
+            timed_out: outcome.timed_out,
+        });
+        self.collected.clone_from(&outcome.collected);
+        let streams = (outcome.stdout.clone(), outcome.stderr.clone());
+        self.last = Some(outcome);
+        streams
+    }
+
+    /// Ends the run: counts, artifacts and the patch, capabilities revoked, every directory
+    /// destroyed and checked (or the run quarantined), the receipt written.
+    #[allow(clippy::too_many_lines)]
+    pub fn finish(mut self) -> Result<Finished, String> {
+        let m = self.parsed.manifest.clone();
+        let receipt = &mut self.receipt;
+        receipt.timings.run_ms = elapsed_ms(self.run_started);
+        if let Some(e) = &self.egress {
+            let counts = e.proxy.counts();
+            receipt.denied.network_denials = counts.denied;
+            receipt.denied.budget_denials += counts.over_budget;
+        }
+        if let Some(last) = receipt.commands.last() {
+            receipt.exit_code = Some(last.exit_code);
+            receipt.status = if receipt.commands.iter().any(|c| c.timed_out) {
+                Status::TimedOut
+            } else if receipt.denied.budget_denials > 0 {
+                Status::BudgetExceeded
+            } else if receipt.commands.iter().all(|c| c.exit_code == 0) {
+                Status::Succeeded
+            } else {
+                Status::Failed
+            };
+        }
+        let secrets = self
+            .capabilities
+            .as_ref()
+            .map(|c| c.secrets())
+            .unwrap_or_default();
+        if let Ok(setup) = &self.setup
+            && !receipt.commands.is_empty()
+        {
+            collect::artifacts(
+                &m,
+                &setup.mounts,
+                &self.in_sized,
+                &self.collected,
+                &self.dir,
+                &secrets,
+                receipt,
+            );
+            if self.report_only
+                && let Some(outcome) = &self.last
+            {
+                let records = lock(&self.observed).clone();
+                let report = report::build(&m, setup, &records, outcome, self.began);
+                receipt.denied.filesystem_denials += report.undeclared_writes.len() as u64;
+                receipt.report = Some(report);
+            }
+        }
+        // The proxy goes first: nothing reaches out once the run is over.
+        self.egress = None;
+        let cleanup_started = Instant::now();
+        if let Some(caps) = &self.capabilities {
+            caps.revoke();
+            receipt.denied.capability_denials = caps.denials();
+        }
+        receipt.cleanup.capabilities_revoked = true;
+        // Every sandbox's processes end with it; none outlives its command.
+        receipt.cleanup.processes_terminated = true;
+        // What was made: the setup's, or the lease's when the setup stopped half-way.
+        let (repo, resolved) = if let Ok(s) = &self.setup {
+            (s.repo.clone(), s.resolved.clone())
+        } else {
+            let l = lock(&self.lease);
+            (
+                l.repository.as_deref().and_then(|r| Repo::open(r).ok()),
+                l.resolved.clone(),
+            )
+        };
+        if let Ok(setup) = &self.setup
+            && !receipt.commands.is_empty()
+        {
+            collect::patch(
+                setup.repo.as_ref(),
+                &setup.resolved,
+                &self.parsed,
+                &self.dir,
+                &secrets,
+                receipt,
+            );
+        }
+        let keep_workspace = !m.cleanup.delete_workspace;
+        let to_destroy: Vec<Resolved> = resolved
+            .iter()
+            .filter(|r| !(keep_workspace && r.alias == "workspace"))
+            .cloned()
+            .chain(std::iter::once(Resolved {
+                alias: "collected".to_owned(),
+                path: self.dir.collected(),
+                git_dir: None,
+            }))
+            .collect();
+        let destroyed = layout::destroy(repo.as_ref(), &to_destroy);
+        receipt.cleanup.workspace_destroyed = destroyed.destroyed && !keep_workspace;
+        receipt.cleanup.errors.clone_from(&destroyed.errors);
+        if keep_workspace {
+            receipt
+                .warnings
+                .push("cleanup.delete_workspace is false: the workspace is kept".to_owned());
+        }
+        let retain = std::time::Duration::from_secs(m.cleanup.retain_artifacts_hours * 3600);
+        let until = SystemTime::now() + retain;
+        receipt.cleanup.artifacts_retained_until =
+            Some(humantime::format_rfc3339_seconds(until).to_string());
+        receipt.timings.cleanup_ms = elapsed_ms(cleanup_started);
+        receipt.timings.finished_at =
+            humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        self.heartbeat = None;
+        {
+            let mut l = lock(&self.lease);
+            l.heartbeat_ms = lease::now_ms();
+            l.artifacts_until_ms =
+                Some(lease::now_ms() + u64::try_from(retain.as_millis()).unwrap_or(u64::MAX));
+            if destroyed.destroyed {
+                l.status = LeaseStatus::Finished;
+            } else {
+                l.status = LeaseStatus::Quarantined;
+                l.quarantine = destroyed.errors;
+                receipt.status = Status::Quarantined;
+            }
+            let _ = l.write(&self.dir.root);
+        }
+        let text = serde_json::to_string_pretty(&receipt).map_err(|e| e.to_string())?;
+        let path = self.dir.root.join("receipt.json");
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Finished {
+            receipt: self.receipt,
+            dir: self.dir.root,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        })
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -293,7 +508,7 @@ fn setup(
     receipt: &mut Receipt,
 ) -> Result<Setup, String> {
     let m = &parsed.manifest;
-    if options.command.is_empty() {
+    if options.command.is_empty() && !options.session {
         return Err("no command given".to_owned());
     }
     if let Some(expires) = &m.run.expires_at
@@ -337,7 +552,8 @@ fn setup(
             alias @ ("repo" | "workspace") => checkout(&mut setup, dir, lease, alias, &commit)?,
             alias @ ("run-scratch" | "cache") => {
                 let disk = m.run.resources.as_ref().and_then(|r| r.disk_mb);
-                own_dir(&mut setup, dir, lease, alias, disk.filter(|_| enforce))?
+                let sized = enforce && !options.session;
+                own_dir(&mut setup, dir, lease, alias, disk.filter(|_| sized))?
             }
             host_path => Path::new(host_path)
                 .canonicalize()
@@ -543,45 +759,132 @@ pub(crate) fn allow_entries(m: &crate::schema::Manifest) -> Vec<Entry> {
     out
 }
 
-/// What running the command left.
-struct Ran {
-    capabilities: Option<Arc<Capabilities>>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+impl Prepared {
+    /// Builds the sandbox and the proxy from the manifest.
+    fn build(&mut self, options: &Options) -> Result<(), String> {
+        let m = self.parsed.manifest.clone();
+        let Ok(setup) = &self.setup else {
+            return Ok(());
+        };
+        let enforce = !options.report_only;
+        let resources = m.run.resources.clone().unwrap_or_default();
+        let budgets = m.run.budgets.clone().unwrap_or_default();
+        if enforce && budgets.tool_calls == Some(0) {
+            self.receipt.denied.budget_denials += 1;
+            self.receipt.status = Status::BudgetExceeded;
+            return Err("run.budgets.tool_calls is 0: no command may run".to_owned());
+        }
+        let forbidden: Vec<PathBuf> = m
+            .filesystem
+            .forbidden_paths
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let cwd = ["workspace", "repo", "run-scratch"]
+            .iter()
+            .find_map(|alias| setup.mounts.iter().find(|mt| mt.3 == *alias))
+            .map_or_else(|| PathBuf::from("/tmp"), |mt| mt.1.clone());
+        let mounts = sandbox_mounts(&m, setup, enforce)?;
+        let mut env = environment(&m, setup, options, &mut self.receipt);
+        self.capabilities = capabilities(&m, options, &mut self.receipt);
+        let needs_proxy =
+            !m.network.allow.is_empty() || self.capabilities.is_some() || options.report_only;
+        if needs_proxy {
+            let egress = egress(
+                &m,
+                options,
+                self.capabilities.as_ref(),
+                &self.observed,
+                &self.dir,
+                enforce.then_some(budgets.network_requests).flatten(),
+            )?;
+            self.egress = Some(Arc::new(egress));
+        }
+        self.receipt.grants.network =
+            network_grant(&m, self.capabilities.as_deref(), self.egress.is_some());
+        let timeout_s = m
+            .run
+            .max_duration_seconds
+            .map(|s| if enforce { s } else { s.saturating_mul(2) });
+        let mut request = Request {
+            workspace: PathBuf::new(),
+            cwd: Some(cwd),
+            mounts,
+            deny_read: forbidden.clone(),
+            home: options.home.clone(),
+            home_allow: options
+                .home_allow
+                .iter()
+                .filter(|p| !forbidden.iter().any(|f| p.starts_with(f)))
+                .cloned()
+                .collect(),
+            network: false,
+            proxy_port: self.egress.as_ref().map(|_| warden_sandbox::PROXY_PORT),
+            limits: Limits {
+                timeout_ms: timeout_s.map(|s| s.saturating_mul(1000)),
+                memory_mb: resources.memory_mb.filter(|_| enforce),
+                pids: resources.pids.filter(|_| enforce),
+                cpus: resources.cpu.filter(|_| enforce),
+                disk_mb: resources.disk_mb.filter(|_| enforce),
+                cpu_seconds: None,
+                output_bytes: options.capture.then_some(1024 * 1024),
+            },
+            sized: setup.sized.clone(),
+            ..Request::default()
+        };
+        if self.egress.is_some() {
+            env.extend(warden_sandbox::proxy_env(warden_sandbox::PROXY_PORT));
+        }
+        request.env = env;
+        if let Some(e) = &self.egress {
+            e.trust_at(&mut request, Path::new(CA_INSIDE));
+        }
+        let collected_dir = self.dir.collected();
+        std::fs::create_dir(&collected_dir)
+            .map_err(|e| format!("{}: {e}", collected_dir.display()))?;
+        self.in_sized = collect::scratch_sources(&m, &setup.mounts, &setup.sized, &collected_dir);
+        self.receipt.grants.environment = request.env.iter().map(|(k, _)| k.clone()).collect();
+        // Checked now, so that a manifest the sandbox cannot keep runs nothing.
+        Plan::new(&Request {
+            program: "true".to_owned(),
+            ..request.clone()
+        })?;
+        self.base = Some(request);
+        Ok(())
+    }
 }
 
-/// Builds the sandbox and the proxy from the manifest and runs the command.
-#[allow(clippy::too_many_lines)]
-fn execute(
-    parsed: &Parsed,
-    options: &Options,
-    dir: &RunDir,
-    setup: &Setup,
-    receipt: &mut Receipt,
-) -> Result<Ran, String> {
-    let m = &parsed.manifest;
-    let enforce = !options.report_only;
-    let resources = m.run.resources.clone().unwrap_or_default();
-    let budgets = m.run.budgets.clone().unwrap_or_default();
-    if enforce && budgets.tool_calls == Some(0) {
-        receipt.denied.budget_denials += 1;
-        receipt.status = Status::BudgetExceeded;
-        return Err("run.budgets.tool_calls is 0: no command may run".to_owned());
+/// The network as the receipt states it.
+fn network_grant(
+    m: &crate::schema::Manifest,
+    capabilities: Option<&Capabilities>,
+    proxy: bool,
+) -> NetworkGrant {
+    NetworkGrant {
+        mode: if proxy { "proxy" } else { "none" }.to_owned(),
+        allow: allow_entries(m)
+            .iter()
+            .map(|e| e.text.clone())
+            .chain(
+                capabilities
+                    .iter()
+                    .flat_map(|c| c.entries())
+                    .map(|e| format!("{} (capability)", e.text)),
+            )
+            .collect(),
+        block_private_ranges: m.network.block_private_ranges,
     }
-    let forbidden: Vec<PathBuf> = m
-        .filesystem
-        .forbidden_paths
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    let under_forbidden = |p: &Path| forbidden.iter().any(|f| p.starts_with(f));
-    let cwd = ["workspace", "repo", "run-scratch"]
-        .iter()
-        .find_map(|alias| setup.mounts.iter().find(|mt| mt.3 == *alias))
-        .map_or_else(|| PathBuf::from("/tmp"), |mt| mt.1.clone());
-    let mut mounts: Vec<(PathBuf, PathBuf, bool)> = Vec::new();
+}
+
+/// The sandbox's mounts: each at its target; with writable paths declared, a writable mount
+/// writable only there.
+fn sandbox_mounts(
+    m: &crate::schema::Manifest,
+    setup: &Setup,
+    enforce: bool,
+) -> Result<Vec<(PathBuf, PathBuf, bool)>, String> {
+    let mut mounts = Vec::new();
     for (host, target, writable, _) in &setup.mounts {
-        // With writable paths declared, a writable mount is writable only there.
         let narrowed = enforce
             && *writable
             && !m.filesystem.writable_paths.is_empty()
@@ -605,6 +908,16 @@ fn execute(
             }
         }
     }
+    Ok(mounts)
+}
+
+/// The environment: the basics, the caches, and the variables the manifest names.
+fn environment(
+    m: &crate::schema::Manifest,
+    setup: &Setup,
+    options: &Options,
+    receipt: &mut Receipt,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
         (
             "PATH".into(),
@@ -638,207 +951,85 @@ fn execute(
             )),
         }
     }
-    // The network: nothing at all, or only the egress proxy.
-    let capabilities = if m.identity.capabilities.is_empty() {
-        None
-    } else {
-        let start = SystemTime::now();
-        let live: Vec<Live> = m
-            .identity
-            .capabilities
-            .iter()
-            .enumerate()
-            .map(|(i, cap)| {
-                Live::new(
-                    format!(
-                        "cap_{}_{i}",
-                        &options.run_id[4..options.run_id.len().min(16)]
-                    ),
-                    cap,
-                    start,
-                    &*options.credential,
-                )
-            })
-            .collect();
-        for (l, cap) in live.iter().zip(&m.identity.capabilities) {
-            receipt.grants.capabilities.push(CapabilityGrant {
-                id: l.id.clone(),
-                kind: "source_control".to_owned(),
-                repository: l.repository.clone(),
-                hosts: l.entries().iter().map(|e| e.text.clone()).collect(),
-                actions: cap.actions.clone(),
-                require_approval_for: cap.require_approval_for.clone(),
-                expires_at: humantime::format_rfc3339_seconds(l.expires).to_string(),
-                credential: l.has_credential(),
-            });
-        }
-        Some(Arc::new(Capabilities::new(
-            live,
-            allow_entries(m),
-            options.approver.clone(),
-        )))
-    };
-    let observed: Arc<Mutex<Vec<Record>>> = Arc::new(Mutex::new(Vec::new()));
-    let needs_proxy = !m.network.allow.is_empty() || capabilities.is_some() || options.report_only;
-    let egress = if needs_proxy {
-        let mut policy =
-            NetPolicy::new(&[], &[], m.network.block_private_ranges).map_err(|e| e.to_string())?;
-        for entry in allow_entries(m) {
+    env
+}
+
+/// The run's capabilities, live from now, their grants in the receipt.
+fn capabilities(
+    m: &crate::schema::Manifest,
+    options: &Options,
+    receipt: &mut Receipt,
+) -> Option<Arc<Capabilities>> {
+    if m.identity.capabilities.is_empty() {
+        return None;
+    }
+    let start = SystemTime::now();
+    let short = &options.run_id[4..options.run_id.len().min(16)];
+    let live: Vec<Live> = m
+        .identity
+        .capabilities
+        .iter()
+        .enumerate()
+        .map(|(i, cap)| Live::new(format!("cap_{short}_{i}"), cap, start, &*options.credential))
+        .collect();
+    for (l, cap) in live.iter().zip(&m.identity.capabilities) {
+        receipt.grants.capabilities.push(CapabilityGrant {
+            id: l.id.clone(),
+            kind: "source_control".to_owned(),
+            repository: l.repository.clone(),
+            hosts: l.entries().iter().map(|e| e.text.clone()).collect(),
+            actions: cap.actions.clone(),
+            require_approval_for: cap.require_approval_for.clone(),
+            expires_at: humantime::format_rfc3339_seconds(l.expires).to_string(),
+            credential: l.has_credential(),
+        });
+    }
+    Some(Arc::new(Capabilities::new(
+        live,
+        allow_entries(m),
+        options.approver.clone(),
+    )))
+}
+
+/// The run's egress proxy: the allowlist, the capabilities' hosts behind their gate, the
+/// budget; every record kept for the report and sent to the trace.
+fn egress(
+    m: &crate::schema::Manifest,
+    options: &Options,
+    capabilities: Option<&Arc<Capabilities>>,
+    observed: &Arc<Mutex<Vec<Record>>>,
+    dir: &RunDir,
+    budget: Option<u64>,
+) -> Result<warden_tools::egress::Egress, String> {
+    let mut policy =
+        NetPolicy::new(&[], &[], m.network.block_private_ranges).map_err(|e| e.to_string())?;
+    for entry in allow_entries(m) {
+        policy.allow(entry);
+    }
+    if let Some(caps) = capabilities {
+        for entry in caps.entries() {
             policy.allow(entry);
         }
-        if let Some(caps) = &capabilities {
-            for entry in caps.entries() {
-                policy.allow(entry);
-            }
-        }
-        let seen = Arc::clone(&observed);
-        let forward = options.sink.clone();
-        let sink: Sink = Arc::new(move |record: Record| {
-            lock(&seen).push(record.clone());
-            forward(record);
-        });
-        let resolver = warden_tools::egress::resolver()?;
-        let mut config = warden_netproxy::Config::new(policy, resolver, sink);
-        if enforce {
-            config.budget = budgets.network_requests;
-        } else {
-            // Observing: every public host is let through and recorded.
-            config.ask = Some(Arc::new(|_: &str, _: u16| warden_netproxy::Answer::Once));
-        }
-        if let Some(caps) = &capabilities {
-            let decider = Arc::clone(caps);
-            config.gate = Some(warden_netproxy::Gate {
-                hosts: caps.entries(),
-                decide: Arc::new(move |request| decider.decide(request)),
-            });
-        }
-        Some(warden_tools::egress::launch(config, Some(&dir.root))?)
-    } else {
-        None
-    };
-    receipt.grants.network = NetworkGrant {
-        mode: if egress.is_some() { "proxy" } else { "none" }.to_owned(),
-        allow: allow_entries(m)
-            .iter()
-            .map(|e| e.text.clone())
-            .chain(
-                capabilities
-                    .iter()
-                    .flat_map(|c| c.entries())
-                    .map(|e| format!("{} (capability)", e.text)),
-            )
-            .collect(),
-        block_private_ranges: m.network.block_private_ranges,
-    };
-    let timeout_s = m
-        .run
-        .max_duration_seconds
-        .map(|s| if enforce { s } else { s.saturating_mul(2) });
-    let mut request = Request {
-        program: options.command[0].clone(),
-        args: options.command[1..].to_vec(),
-        workspace: PathBuf::new(),
-        cwd: Some(cwd),
-        mounts,
-        deny_read: forbidden.clone(),
-        home: options.home.clone(),
-        home_allow: options
-            .home_allow
-            .iter()
-            .filter(|p| !under_forbidden(p))
-            .cloned()
-            .collect(),
-        network: false,
-        proxy_port: egress.as_ref().map(|_| warden_sandbox::PROXY_PORT),
-        limits: Limits {
-            timeout_ms: timeout_s.map(|s| s.saturating_mul(1000)),
-            memory_mb: resources.memory_mb.filter(|_| enforce),
-            pids: resources.pids.filter(|_| enforce),
-            cpus: resources.cpu.filter(|_| enforce),
-            disk_mb: resources.disk_mb.filter(|_| enforce),
-            cpu_seconds: None,
-            output_bytes: options.capture.then_some(1024 * 1024),
-        },
-        sized: setup.sized.clone(),
-        ..Request::default()
-    };
-    if egress.is_some() {
-        env.extend(warden_sandbox::proxy_env(warden_sandbox::PROXY_PORT));
     }
-    request.env = env;
-    if let Some(e) = &egress {
-        e.trust_at(&mut request, Path::new(CA_INSIDE));
-    }
-    // Artifacts in the scratch tmpfs are copied out by the sandbox's helper before it goes.
-    let collected_dir = dir.collected();
-    std::fs::create_dir(&collected_dir).map_err(|e| format!("{}: {e}", collected_dir.display()))?;
-    let in_sized = collect::scratch_sources(m, &setup.mounts, &setup.sized, &collected_dir);
-    request.collect = in_sized
-        .iter()
-        .map(|(_, src, dst)| (src.clone(), dst.clone()))
-        .collect();
-    receipt.grants.environment = request.env.iter().map(|(k, _)| k.clone()).collect();
-    let plan = Plan::new(&request)?;
-    let began = SystemTime::now();
-    let sandbox = Sandbox::new(&options.helper);
-    let output = if options.capture {
-        Output::Capture
-    } else {
-        Output::Inherit
-    };
-    let outcome = match &egress {
-        Some(e) => sandbox.run_serving(&plan, output, &mut |listener| {
-            let _ = e.proxy.serve(listener);
-        }),
-        None => sandbox.run(&plan, output),
-    }
-    .map_err(|e| format!("the sandbox could not be established: {e}"))?;
-    receipt.grants.layers.clone_from(&outcome.layers);
-    receipt.commands.push(CommandRun {
-        sha256: command_sha256(&options.command),
-        exit_code: outcome.exit_code,
-        duration_ms: outcome.duration_ms,
-        timed_out: outcome.timed_out,
+    let seen = Arc::clone(observed);
+    let forward = options.sink.clone();
+    let sink: Sink = Arc::new(move |record: Record| {
+        lock(&seen).push(record.clone());
+        forward(record);
     });
-    receipt.exit_code = Some(outcome.exit_code);
-    if let Some(e) = &egress {
-        let counts = e.proxy.counts();
-        receipt.denied.network_denials = counts.denied;
-        receipt.denied.budget_denials += counts.over_budget;
-    }
-    receipt.status = if outcome.timed_out {
-        Status::TimedOut
-    } else if receipt.denied.budget_denials > 0 {
-        Status::BudgetExceeded
-    } else if outcome.exit_code == 0 {
-        Status::Succeeded
-    } else {
-        Status::Failed
-    };
-    let secrets = capabilities
-        .as_ref()
-        .map(|c| c.secrets())
-        .unwrap_or_default();
-    collect::artifacts(
-        m,
-        &setup.mounts,
-        &in_sized,
-        &outcome.collected,
-        dir,
-        &secrets,
-        receipt,
-    );
+    let resolver = warden_tools::egress::resolver()?;
+    let mut config = warden_netproxy::Config::new(policy, resolver, sink);
+    config.budget = budget;
     if options.report_only {
-        let records = lock(&observed).clone();
-        receipt.report = Some(report::build(m, setup, &records, &outcome, began));
-        if let Some(r) = &receipt.report {
-            receipt.denied.filesystem_denials += r.undeclared_writes.len() as u64;
-        }
+        // Observing: every public host is let through and recorded.
+        config.ask = Some(Arc::new(|_: &str, _: u16| warden_netproxy::Answer::Once));
     }
-    drop(egress);
-    Ok(Ran {
-        capabilities,
-        stdout: outcome.stdout,
-        stderr: outcome.stderr,
-    })
+    if let Some(caps) = capabilities {
+        let decider = Arc::clone(caps);
+        config.gate = Some(warden_netproxy::Gate {
+            hosts: caps.entries(),
+            decide: Arc::new(move |request| decider.decide(request)),
+        });
+    }
+    warden_tools::egress::launch(config, Some(&dir.root))
 }
