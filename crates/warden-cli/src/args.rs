@@ -244,6 +244,11 @@ pub struct AgentArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub agent: AgentArgs,
+    /// Run the session under a sandbox manifest: its worktree is the workspace, every shell
+    /// command runs in the manifest's sandbox and network, its budgets bound the session, and
+    /// its receipt is written at the end.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
     /// The task. Without it: an interactive session on a terminal, else the task is read from
     /// standard input.
     pub prompt: Option<String>,

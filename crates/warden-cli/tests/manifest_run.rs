@@ -805,3 +805,88 @@ fn runs_may_live_on_a_tmpfs_named_in_the_users_settings() {
     );
     assert!(!runs_dir(&p).exists(), "nothing beside the trace");
 }
+
+fn call(id: &str, name: &str, args: &Value) -> warden_fake_provider::Reply {
+    warden_fake_provider::openai::calls("", &[warden_fake_provider::Call::new(id, name, args)], 30)
+        .fast()
+}
+
+#[test]
+fn an_agent_session_under_a_manifest_works_in_its_worktree_and_ends_in_a_receipt() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let commit = repo(&p);
+    let file = manifest(&p, "m.yaml", &test_and_patch(&p));
+    // A server on the host's loopback: reachable here, not from inside the sandbox.
+    let port = crate::support::http_server();
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "the probe works outside"
+    );
+    let probe = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)' && echo REACHED || echo NO-NETWORK"
+    );
+    let server = warden_fake_provider::FakeProvider::start(vec![
+        call(
+            "e1",
+            "editFile",
+            &serde_json::json!({"path": "slug.py", "oldString": "s.lower()", "newString": "s.lower().replace(' ', '-')"}),
+        ),
+        call(
+            "b1",
+            "bash",
+            &serde_json::json!({"command": "python3 test_slug.py > /scratch/test-results.xml; cat /scratch/test-results.xml; pwd"}),
+        ),
+        // The policy sees no network use in this one; the sandbox has none to give.
+        call("b2", "bash", &serde_json::json!({"command": probe})),
+        warden_fake_provider::openai::text("Fixed and tested.").fast(),
+    ]);
+    let run = crate::support::warden_run(
+        &p,
+        &server,
+        &["--manifest", &file, "--mode", "auto", "--on-ask", "allow"],
+        "fix the slug",
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let events = crate::support::events(&run.stdout);
+    let receipt_event = crate::support::of_kind(&events, "receipt");
+    let receipt_file = receipt_event[0]["path"].as_str().unwrap();
+    let receipt: Value =
+        serde_json::from_str(&std::fs::read_to_string(receipt_file).unwrap()).unwrap();
+    assert_eq!(receipt["status"], "succeeded", "{}", run.stdout);
+    assert_eq!(receipt["input"]["commit"], commit.as_str());
+    assert_eq!(
+        receipt["commands"].as_array().unwrap().len(),
+        2,
+        "{receipt}"
+    );
+    // The command ran in the manifest's sandbox: at /workspace, with no network.
+    let body = server.received()[2].json();
+    let sent = body["messages"].to_string();
+    assert!(sent.contains("1 passed"), "{sent}");
+    assert!(sent.contains("/workspace"), "{sent}");
+    assert!(
+        !sent.contains("Example Domain"),
+        "the network was reached: {sent}"
+    );
+    // The edit made by the file tool is in the patch; the report was collected.
+    let patch = artifact(&receipt, "patch");
+    let diff = std::fs::read_to_string(patch["stored"].as_str().unwrap()).unwrap();
+    assert!(
+        diff.contains("+    return s.lower().replace(' ', '-')"),
+        "{diff}"
+    );
+    let report = artifact(&receipt, "/scratch/test-results.xml");
+    assert_eq!(
+        report["sha256"].as_str().unwrap(),
+        sha256_file(report["stored"].as_str().unwrap())
+    );
+    assert_eq!(receipt["cleanup"]["workspace_destroyed"], true);
+    // The user's copy is as it was.
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("slug.py")).unwrap(),
+        "def slug(s):\n    return s.lower()\n"
+    );
+}

@@ -79,26 +79,7 @@ impl Tool for Bash {
                 "no sandbox is configured for shell commands; nothing ran",
             ));
         };
-        let workspace = &ctx.settings.project_root;
-        let shell_args = vec!["-c".to_owned(), command.clone()];
-        let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
-            .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
-        request.workspace.clone_from(workspace);
-        // The directories of active skills, read-only: their scripts run where they are.
-        if let Ok(dirs) = ctx.skill_dirs.read() {
-            for dir in dirs.iter().filter(|d| !d.starts_with(workspace)) {
-                request.allow_read.push(dir.clone());
-            }
-        }
-        if ctx.network_once.load(std::sync::atomic::Ordering::SeqCst) {
-            request.network = true;
-        }
-        if let Some(egress) = &ctx.egress
-            && request.proxy_port.is_some()
-            && !request.network
-        {
-            egress.trust(&mut request);
-        }
+        let mut request = request_for(ctx, &command)?;
         if let (Some(asked), Some(limit)) = (args.timeout_seconds, request.limits.timeout_ms) {
             request.limits.timeout_ms = Some(asked.saturating_mul(1000).min(limit));
         }
@@ -122,6 +103,16 @@ impl Tool for Bash {
                 }
             })
             .map_err(unavailable)?;
+        if let Ok(mut log) = ctx.commands.lock() {
+            log.push(crate::context::CommandRecord {
+                argv: std::iter::once(request.program.clone())
+                    .chain(request.args.iter().cloned())
+                    .collect(),
+                exit_code: outcome.exit_code,
+                duration_ms: outcome.duration_ms,
+                timed_out: outcome.timed_out,
+            });
+        }
         let out = normalise(&outcome.stdout);
         let err = normalise(&outcome.stderr);
         let (cut_out, cut_err) = (out.cut, err.cut);
@@ -155,6 +146,45 @@ impl Tool for Bash {
         }
         Ok(result)
     }
+}
+
+/// The sandbox of a shell command: a manifest's, when one governs the session, else the one
+/// the settings describe, with the network escalation a person approved for this call.
+fn request_for(ctx: &ToolContext, command: &str) -> Result<warden_sandbox::Request, ToolError> {
+    let workspace = &ctx.settings.project_root;
+    let shell_args = vec!["-c".to_owned(), command.to_owned()];
+    let governed = ctx.sandbox_template.is_some();
+    let mut request = if let Some(template) = &ctx.sandbox_template {
+        // A manifest's sandbox: its mounts, environment, limits and network, nothing else.
+        warden_sandbox::Request {
+            program: "bash".to_owned(),
+            args: shell_args,
+            ..template.clone()
+        }
+    } else {
+        let mut request = request_from_settings(&ctx.settings, workspace, "bash", &shell_args, &[])
+            .map_err(|e| ToolError::new(ToolErrorKind::SandboxUnavailable, e))?;
+        request.workspace.clone_from(workspace);
+        request
+    };
+    // The directories of active skills, read-only: their scripts run where they are.
+    if let Ok(dirs) = ctx.skill_dirs.read() {
+        for dir in dirs.iter().filter(|d| !d.starts_with(workspace)) {
+            request.allow_read.push(dir.clone());
+        }
+    }
+    // A manifest's network is the manifest's: no escalation widens it.
+    if ctx.network_once.load(std::sync::atomic::Ordering::SeqCst) && !governed {
+        request.network = true;
+    }
+    if let Some(egress) = &ctx.egress
+        && request.proxy_port.is_some()
+        && !request.network
+        && !governed
+    {
+        egress.trust(&mut request);
+    }
+    Ok(request)
 }
 
 fn unavailable(err: SandboxError) -> ToolError {

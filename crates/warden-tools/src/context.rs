@@ -105,6 +105,21 @@ pub struct ToolContext {
     pub egress: Option<std::sync::Arc<crate::egress::Egress>>,
     /// Where the connections of `webFetch` are recorded (the session's trace).
     pub egress_sink: Option<crate::egress::RecordSink>,
+    /// The sandbox of every shell command when a manifest governs the session: its mounts,
+    /// environment, limits and network, the program filled in per command. Without one it is
+    /// built from the settings.
+    pub sandbox_template: Option<warden_sandbox::Request>,
+    /// The shell commands run so far, for the receipt of a manifest's run.
+    pub commands: std::sync::Mutex<Vec<CommandRecord>>,
+}
+
+/// One shell command a session ran in the foreground.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRecord {
+    pub argv: Vec<String>,
+    pub exit_code: i32,
+    pub duration_ms: u64,
+    pub timed_out: bool,
 }
 
 impl ToolContext {
@@ -142,6 +157,8 @@ impl ToolContext {
             skill_dirs: std::sync::RwLock::default(),
             egress: None,
             egress_sink: None,
+            sandbox_template: None,
+            commands: std::sync::Mutex::default(),
         })
     }
 }
@@ -158,6 +175,22 @@ impl ToolContext {
     #[must_use]
     pub fn with_egress(mut self, egress: crate::egress::Egress) -> Self {
         self.egress = Some(std::sync::Arc::new(egress));
+        self
+    }
+
+    /// Sends the network of every command through a proxy shared with its owner (a manifest's
+    /// run).
+    #[must_use]
+    pub fn with_shared_egress(mut self, egress: std::sync::Arc<crate::egress::Egress>) -> Self {
+        self.egress = Some(egress);
+        self
+    }
+
+    /// Runs every shell command in `template`'s sandbox (a manifest's), not one built from the
+    /// settings.
+    #[must_use]
+    pub fn with_sandbox_template(mut self, template: warden_sandbox::Request) -> Self {
+        self.sandbox_template = Some(template);
         self
     }
 

@@ -26,7 +26,7 @@ mod walk;
 mod write;
 
 pub use bash::{Bash, BashArgs};
-pub use context::{ChangeLog, ReadLedger, ReadRecord, ToolContext};
+pub use context::{ChangeLog, CommandRecord, ReadLedger, ReadRecord, ToolContext};
 pub use edit::{EditFile, EditFileArgs};
 pub use fetch::{WebFetch, WebFetchArgs};
 pub use glob::{Glob, GlobArgs, GlobSort};

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use serde_json::json;
+use warden_manifest::Parsed;
 use warden_manifest::run::{
-    ApprovalAsk, Approver, Credential, Options, ReapAction, Receipt, Status,
+    ApprovalAsk, Approver, CommandRun, Credential, Options, Prepared, ReapAction, Receipt, Status,
 };
 
 use super::manifest::{org_policy, problems, read};
@@ -47,23 +48,23 @@ fn home_relative(path: &str) -> PathBuf {
     }
 }
 
-pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, CliError> {
-    let refused = |e: anyhow::Error| CliError {
+fn refused(e: anyhow::Error) -> CliError {
+    CliError {
         exit: Exit::Code(REFUSED),
         error: e,
-    };
-    let repository = match dir {
-        Some(d) => d,
-        None => std::env::current_dir().map_err(|e| refused(anyhow!(e)))?,
-    };
-    let settings = load_settings(Some(repository.clone())).map_err(|e| refused(e.error))?;
-    let org = org_policy(args.org_policy.as_deref()).map_err(|e| refused(e.error))?;
-    let parsed = match read(&args.file).map_err(|e| refused(e.error))? {
+    }
+}
+
+/// The manifest in `file`, read and held against preflight: refused (nothing runs) when it
+/// does not parse or breaks a rule.
+fn checked(file: &Path, org_policy_file: Option<&Path>) -> Result<Parsed, CliError> {
+    let org = org_policy(org_policy_file).map_err(|e| refused(e.error))?;
+    let parsed = match read(file).map_err(|e| refused(e.error))? {
         Ok(parsed) => parsed,
         Err(problem) => {
             return Err(refused(anyhow!(
                 "{}: {} (line {}): nothing ran",
-                args.file.display(),
+                file.display(),
                 problem.reason,
                 problem.line.unwrap_or(0)
             )));
@@ -74,7 +75,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, 
         for p in &found {
             eprintln!(
                 "warden: {}:{}: {}: {}",
-                args.file.display(),
+                file.display(),
                 p.line.unwrap_or(0),
                 p.path,
                 p.reason
@@ -82,40 +83,71 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, 
         }
         return Err(refused(anyhow!(
             "{}: {} problem(s); nothing ran (see `warden manifest validate`)",
-            args.file.display(),
+            file.display(),
             found.len()
         )));
     }
+    Ok(parsed)
+}
+
+/// The run's options: its id, the repository, where its directory goes, the credentials and
+/// who approves, the trace its connections go to.
+fn options(
+    repository: PathBuf,
+    settings: &warden_config::Settings,
+    command: Vec<String>,
+    lease_seconds: Option<u64>,
+) -> Result<Options, CliError> {
     let run_id = warden_manifest::run::new_run_id();
-    let runs = runs_dir(&settings)?;
-    let store = open_trace().ok();
-    if let Some(store) = &store {
-        let _ = store.manifest_run_started(&run_id, &parsed.sha256);
-    }
+    let runs = runs_dir(settings)?;
     let session: warden_protocol::SessionId = run_id
         .parse()
         .map_err(|e| CliError::failure(anyhow!("{e}")))?;
-    let base = warden_sandbox::request_from_settings(&settings, &repository, "true", &[], &[])
+    let base = warden_sandbox::request_from_settings(settings, &repository, "true", &[], &[])
         .map_err(|e| refused(anyhow!(e)))?;
-    let options = Options {
-        run_id: run_id.clone(),
-        command: args.command.clone(),
-        repository,
-        runs_dir: runs.clone(),
-        helper: super::sandbox_helper().map_err(CliError::failure)?,
-        report_only: args.report_only,
-        lease_seconds: args
-            .lease_seconds
-            .unwrap_or(settings.manifest.lease_seconds),
-        credential: credentials(settings.manifest.credentials_file.as_deref()),
+    Ok(Options {
         approver: Some(approver(runs.join(&run_id))),
+        run_id,
+        command,
+        repository,
+        runs_dir: runs,
+        helper: super::sandbox_helper().map_err(CliError::failure)?,
+        report_only: false,
+        lease_seconds: lease_seconds.unwrap_or(settings.manifest.lease_seconds),
+        credential: credentials(settings.manifest.credentials_file.as_deref()),
         sink: warden_tools::egress::trace_sink(session),
         environment: std::env::vars().collect(),
         home: base.home,
         home_allow: base.home_allow,
-        capture: args.json,
+        capture: false,
         session: false,
-    };
+    })
+}
+
+fn current_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    match dir {
+        Some(d) => Ok(d),
+        None => std::env::current_dir().map_err(|e| refused(anyhow!(e))),
+    }
+}
+
+pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, CliError> {
+    let repository = current_dir(dir)?;
+    let settings = load_settings(Some(repository.clone())).map_err(|e| refused(e.error))?;
+    let parsed = checked(&args.file, args.org_policy.as_deref())?;
+    let mut options = options(
+        repository,
+        &settings,
+        args.command.clone(),
+        args.lease_seconds,
+    )?;
+    options.report_only = args.report_only;
+    options.capture = args.json;
+    let run_id = options.run_id.clone();
+    let store = open_trace().ok();
+    if let Some(store) = &store {
+        let _ = store.manifest_run_started(&run_id, &parsed.sha256);
+    }
     eprintln!("warden: run {run_id} starting");
     let finished = warden_manifest::run::run(&parsed, &options).map_err(|e| CliError {
         exit: Exit::Code(NO_SETUP),
@@ -137,6 +169,156 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ManifestRunArgs) -> Result<Exit, 
         summary(receipt, &finished.dir);
     }
     Ok(Exit::Code(exit_code(receipt)))
+}
+
+/// An agent session under a manifest: the run prepared, the session's tools bound to it.
+pub(super) struct Governed {
+    /// The host directory the session works in (the workspace's worktree).
+    pub(super) work_dir: PathBuf,
+    writable: bool,
+    prepared: Prepared,
+}
+
+/// Prepares the run an agent session works in (`warden run --manifest FILE`).
+pub(super) fn prepare_session(
+    dir: Option<PathBuf>,
+    file: &Path,
+    session: &warden_protocol::SessionId,
+) -> Result<Governed, CliError> {
+    let repository = current_dir(dir)?;
+    let settings = load_settings(Some(repository.clone())).map_err(|e| refused(e.error))?;
+    let parsed = checked(file, None)?;
+    let mut options = options(repository, &settings, Vec::new(), None)?;
+    options.session = true;
+    if let Ok(store) = open_trace() {
+        let _ = store.manifest_run_started(&options.run_id, &parsed.sha256);
+    }
+    let prepared = warden_manifest::run::prepare(&parsed, &options).map_err(|e| CliError {
+        exit: Exit::Code(NO_SETUP),
+        error: anyhow!(e),
+    })?;
+    let work = prepared.work_dir().filter(|_| prepared.ready());
+    let Some((work_dir, writable)) = work else {
+        let finished = prepared
+            .finish()
+            .map_err(|e| CliError::failure(anyhow!(e)))?;
+        record(&finished.receipt);
+        return Err(CliError {
+            exit: Exit::Code(NO_SETUP),
+            error: anyhow!(
+                "run {} could not be set up, nothing ran: {} (receipt {})",
+                finished.receipt.run_id,
+                finished.receipt.warnings.join("; "),
+                finished.dir.join("receipt.json").display()
+            ),
+        });
+    };
+    eprintln!(
+        "warden: session {session} runs under manifest run {} in {}",
+        prepared.run_id(),
+        work_dir.display()
+    );
+    Ok(Governed {
+        work_dir,
+        writable,
+        prepared,
+    })
+}
+
+fn record(receipt: &Receipt) {
+    if let (Ok(store), Ok(value)) = (open_trace(), serde_json::to_value(receipt)) {
+        let _ = store.manifest_run_finished(&receipt.run_id, receipt.status.as_str(), &value);
+    }
+}
+
+impl Governed {
+    /// The session's settings bound by the manifest: its budgets where they are tighter, no
+    /// file written by the tools where the manifest lets none be, the network as it grants.
+    pub(super) fn govern(&self, settings: &mut warden_config::Settings) {
+        let manifest = self.prepared.manifest();
+        let budgets = manifest.run.budgets.clone().unwrap_or_default();
+        let tighter = |ours: Option<u64>, theirs: Option<u64>| match (ours, theirs) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let b = &mut settings.budgets;
+        b.max_tool_calls = tighter(b.max_tool_calls, budgets.tool_calls);
+        b.max_tokens = tighter(b.max_tokens, budgets.tokens);
+        b.max_wall_seconds = tighter(b.max_wall_seconds, manifest.run.max_duration_seconds);
+        if !self.writable {
+            settings.permissions.deny.push("Edit(/**)".to_owned());
+        }
+        // Inside the sandbox, commands write at the manifest's targets: the policy's analysis
+        // of a command knows them as writable roots.
+        for target in self.prepared.writable_targets() {
+            let target = target.display().to_string();
+            if !settings.sandbox.filesystem.allow_write.contains(&target) {
+                settings.sandbox.filesystem.allow_write.push(target);
+            }
+        }
+        settings.sandbox.network.mode = if self.prepared.egress().is_some() {
+            "allowlist".to_owned()
+        } else {
+            "off".to_owned()
+        };
+    }
+
+    /// The session's tools: every shell command in the manifest's sandbox and proxy.
+    pub(super) fn tools(&self, ctx: warden_tools::ToolContext) -> warden_tools::ToolContext {
+        let mut ctx = match self.prepared.request("bash", &[]) {
+            Some(template) => ctx.with_sandbox_template(template),
+            None => ctx,
+        };
+        if let Some(egress) = self.prepared.egress() {
+            ctx = ctx.with_shared_egress(egress);
+        }
+        ctx
+    }
+
+    /// Ends the run: the session's commands into the receipt, then artifacts, cleanup and the
+    /// receipt itself. A quarantined run exits 121 whatever the session did.
+    pub(super) fn finish(
+        mut self,
+        ctx: &warden_tools::ToolContext,
+        exit: Exit,
+        json: bool,
+    ) -> Result<Exit, CliError> {
+        let commands: Vec<CommandRun> = ctx
+            .commands
+            .lock()
+            .map(|log| {
+                log.iter()
+                    .map(|c| CommandRun {
+                        sha256: warden_manifest::run::command_sha256(&c.argv),
+                        exit_code: c.exit_code,
+                        duration_ms: c.duration_ms,
+                        timed_out: c.timed_out,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.prepared.record_commands(commands);
+        let finished = self
+            .prepared
+            .finish()
+            .map_err(|e| CliError::failure(anyhow!(e)))?;
+        let receipt = &finished.receipt;
+        record(receipt);
+        if json {
+            print_json(&json!({
+                "event": "receipt",
+                "runId": receipt.run_id,
+                "status": receipt.status.as_str(),
+                "path": finished.dir.join("receipt.json"),
+            }))?;
+        } else {
+            summary(receipt, &finished.dir);
+        }
+        if receipt.status == Status::Quarantined {
+            return Ok(Exit::Code(QUARANTINED));
+        }
+        Ok(exit)
+    }
 }
 
 fn exit_code(receipt: &Receipt) -> u8 {

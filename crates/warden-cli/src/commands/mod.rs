@@ -31,7 +31,12 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Exec(args) => exec::run(dir, &args),
         Command::Undo(args) => undo::run(&args),
         Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
-        Command::Run(args) => run::run(dir, &args.agent, args.prompt.as_deref()),
+        Command::Run(args) => run::run(
+            dir,
+            &args.agent,
+            args.prompt.as_deref(),
+            args.manifest.as_deref(),
+        ),
         Command::Resume(args) => run::resume(dir, &args),
         Command::Sessions(args) => run::sessions(&args),
         Command::Compact(args) => run::compact(dir, &args, false),

@@ -37,6 +37,7 @@ pub(super) fn run(
     dir: Option<PathBuf>,
     args: &AgentArgs,
     prompt: Option<&str>,
+    manifest: Option<&std::path::Path>,
 ) -> Result<Exit, CliError> {
     let on_terminal = std::io::stdin().is_terminal();
     let prompt = match prompt {
@@ -63,15 +64,31 @@ pub(super) fn run(
         ..State::default()
     };
     let interactive = args.interactive || prompt.is_none();
+    let session = SessionId::new();
+    let governed = match manifest {
+        Some(file) => Some(super::manifest_run::prepare_session(
+            dir.clone(),
+            file,
+            &session,
+        )?),
+        None => None,
+    };
     start(
         dir,
         args,
-        SessionId::new(),
+        session,
         state,
-        None,
-        0,
+        Saved::default(),
         Mode::Run { interactive },
+        governed,
     )
+}
+
+/// What a saved run brings back: its model, and how many of its items are stored already.
+#[derive(Debug, Default)]
+struct Saved {
+    model: Option<String>,
+    items: usize,
 }
 
 /// A saved run: its header and its state, conversation included.
@@ -130,8 +147,11 @@ fn go_on(
     mode: Mode,
 ) -> Result<Exit, CliError> {
     let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
-    let model = Some(header.model.clone());
-    start(dir, agent, session, state, model, saved_items, mode)
+    let saved = Saved {
+        model: Some(header.model.clone()),
+        items: saved_items,
+    };
+    start(dir, agent, session, state, saved, mode, None)
 }
 
 /// `warden compact SESSION`: the saved run's older part becomes a handoff summary now.
@@ -234,13 +254,22 @@ fn start(
     args: &AgentArgs,
     session: SessionId,
     mut state: State,
-    saved_model: Option<String>,
-    saved_items: usize,
+    saved: Saved,
     mode: Mode,
+    mut governed: Option<super::manifest_run::Governed>,
 ) -> Result<Exit, CliError> {
     pin(&mut state, &args.pin);
-    let settings =
+    let Saved {
+        model: saved_model,
+        items: saved_items,
+    } = saved;
+    // Under a manifest the session works in the run's worktree.
+    let dir = governed.as_ref().map_or(dir, |g| Some(g.work_dir.clone()));
+    let mut settings =
         load_settings_with(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
+    if let Some(g) = &governed {
+        g.govern(&mut settings);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -276,7 +305,9 @@ fn start(
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
-    if settings.sandbox.network.mode == "allowlist" {
+    if let Some(g) = &governed {
+        ctx = g.tools(ctx);
+    } else if settings.sandbox.network.mode == "allowlist" {
         let sink = warden_tools::egress::trace_sink(session.clone());
         let ask = interactive.then(|| network_asker(&settings, &engine));
         let proxy = warden_tools::egress::start(&settings, &[], &[], sink, ask)
@@ -386,6 +417,9 @@ fn start(
     // Background commands end with the session.
     ctx.jobs.stop_all();
     runtime.shutdown_background();
+    if let Some(g) = governed.take() {
+        return g.finish(&ctx, exit, args.json);
+    }
     Ok(exit)
 }
 

@@ -249,6 +249,11 @@ impl Prepared {
         &self.receipt.run_id
     }
 
+    /// The manifest the run is under.
+    pub fn manifest(&self) -> &crate::schema::Manifest {
+        &self.parsed.manifest
+    }
+
     /// The run's directory.
     pub fn dir(&self) -> &Path {
         &self.dir.root
@@ -283,6 +288,20 @@ impl Prepared {
                 let writable = declared.mode == Mode::ReadWrite && *alias != "repo" && !narrowed;
                 Some((host.clone(), writable))
             })
+    }
+
+    /// The paths inside the sandbox that commands may write: the writable mounts' targets.
+    pub fn writable_targets(&self) -> Vec<PathBuf> {
+        self.base
+            .as_ref()
+            .map(|r| {
+                r.mounts
+                    .iter()
+                    .filter(|(_, _, rw)| *rw)
+                    .map(|(_, target, _)| target.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The sandbox of a command: the manifest's, with `program` and `args`.
