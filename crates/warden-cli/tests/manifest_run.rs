@@ -890,3 +890,33 @@ fn an_agent_session_under_a_manifest_works_in_its_worktree_and_ends_in_a_receipt
         "def slug(s):\n    return s.lower()\n"
     );
 }
+
+#[test]
+fn the_duration_stops_the_run_and_a_lockfile_names_what_the_allowlist_misses() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    p.write(
+        "package-lock.json",
+        r#"{"packages": {"node_modules/left-pad": {"resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz"}}}"#,
+    );
+    repo(&p);
+    let text = test_and_patch(&p).replace(
+        "  max_duration_seconds: 900\n",
+        "  max_duration_seconds: 1\n",
+    );
+    let file = manifest(&p, "short.yaml", &text);
+    let started = std::time::Instant::now();
+    let (run, receipt) = run(&p, &file, &[], "sleep 30");
+    assert_eq!(run.code, 124, "{}", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(receipt["status"], "timed_out");
+    assert_eq!(receipt["commands"][0]["timed_out"], true);
+    let warnings = receipt["warnings"].to_string();
+    assert!(
+        warnings.contains("package-lock.json downloads from registry.npmjs.org"),
+        "{warnings}"
+    );
+    assert_eq!(receipt["cleanup"]["workspace_destroyed"], true);
+}
