@@ -191,13 +191,7 @@ fn run(plan: &Plan) -> Status {
 /// goes when this process does.
 fn sized(dirs: &[(PathBuf, u64)]) -> std::io::Result<()> {
     sys::unshare(libc::CLONE_NEWNS)?;
-    sys::mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )?;
+    sys::make_mounts_private()?;
     for (dir, mb) in dirs {
         sys::mount(
             Some(Path::new("tmpfs")),

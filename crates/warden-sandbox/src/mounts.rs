@@ -16,16 +16,7 @@ fn step(what: impl std::fmt::Display, result: std::io::Result<()>) -> Result<(),
 /// Makes the mount namespace's file system what the plan says.
 pub(crate) fn build(plan: &Plan) -> Result<(), String> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV;
-    step(
-        "making mounts private",
-        sys::mount(
-            None,
-            Path::new("/"),
-            None,
-            libc::MS_REC | libc::MS_PRIVATE,
-            None,
-        ),
-    )?;
+    step("making mounts private", sys::make_mounts_private())?;
     step(
         "the new root",
         sys::mount(

@@ -74,6 +74,18 @@ pub(crate) fn mount(
     })
 }
 
+/// Makes every mount of this mount namespace private: nothing mounted here reaches another
+/// namespace, nor the other way round.
+pub(crate) fn make_mounts_private() -> io::Result<()> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+}
+
 /// `struct mount_attr` of `mount_setattr(2)`.
 #[repr(C)]
 struct MountAttr {
