@@ -920,3 +920,66 @@ fn the_duration_stops_the_run_and_a_lockfile_names_what_the_allowlist_misses() {
     );
     assert_eq!(receipt["cleanup"]["workspace_destroyed"], true);
 }
+
+#[test]
+fn a_sessions_tool_calls_and_environment_are_the_manifests() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    let text = test_and_patch(&p).replace("    tool_calls: 200\n", "    tool_calls: 1\n");
+    let file = manifest(&p, "m.yaml", &text);
+    let server = warden_fake_provider::FakeProvider::start(vec![
+        call(
+            "b1",
+            "bash",
+            &serde_json::json!({"command": "echo \"CI=$CI OTHER=${LEAKY_VALUE:-none}\" > /scratch/test-results.xml"}),
+        ),
+        call("b2", "bash", &serde_json::json!({"command": "echo second"})),
+        warden_fake_provider::openai::text("Done.").fast(),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let run = p
+        .command()
+        .env("CI", "true")
+        .env("LEAKY_VALUE", "hunter2-in-the-environment")
+        .args([
+            "run",
+            "--json",
+            "--model",
+            "openai/test-model",
+            "--base-url",
+            &base,
+            "--manifest",
+            &file,
+            "--mode",
+            "auto",
+            "echo things",
+        ])
+        .output()
+        .unwrap();
+    let run = finish(&run);
+    // The budget of one tool call stops the session (exit 3), and the run still finishes.
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let events = crate::support::events(&run.stdout);
+    let end = crate::support::of_kind(&events, "session_finished")[0].clone();
+    assert_eq!(end["status"], "budget_exhausted", "{end}");
+    let receipt_event = crate::support::of_kind(&events, "receipt");
+    assert_eq!(receipt_event.len(), 1, "{}", run.stdout);
+    let receipt: Value = serde_json::from_str(
+        &std::fs::read_to_string(receipt_event[0]["path"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        receipt["commands"].as_array().unwrap().len(),
+        1,
+        "{receipt}"
+    );
+    // Only the variables the manifest names reach the command.
+    let env = artifact(&receipt, "/scratch/test-results.xml");
+    assert!(env["stored"].is_string(), "{receipt}");
+    let seen = std::fs::read_to_string(env["stored"].as_str().unwrap()).unwrap();
+    assert_eq!(seen.trim(), "CI=true OTHER=none");
+    assert!(!run.stdout.contains("hunter2"));
+}
