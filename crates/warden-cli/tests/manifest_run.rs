@@ -449,7 +449,7 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
             "1",
             "--",
             "sleep",
-            "60",
+            "67",
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -480,7 +480,7 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
     assert_eq!(receipt["status"], "reaped");
     // The sandboxed command died with its warden.
     let left = Command::new("pgrep")
-        .args(["-f", "^sleep 60$"])
+        .args(["-f", "^sleep 67$"])
         .output()
         .unwrap();
     assert!(
