@@ -446,7 +446,7 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
             "run",
             &file,
             "--lease-seconds",
-            "1",
+            "3",
             "--",
             "sleep",
             "67",
@@ -457,8 +457,8 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
         .unwrap();
     let dir = only_run(&p);
     assert!(wait_for(&dir.join("workspace/slug.py"), 20));
-    // Not reaped while its lease is renewed.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Not reaped while its lease is renewed (each second), past the lease's length.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
     let early = p.run(&["manifest", "reap", "--json"]);
     assert_eq!(early.json(), serde_json::json!([]), "{}", early.stdout);
     Command::new("kill")
@@ -466,7 +466,7 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
         .status()
         .unwrap();
     let _ = child.wait();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::thread::sleep(std::time::Duration::from_millis(3500));
     let reaped = p.run(&["manifest", "reap", "--json"]);
     assert_eq!(reaped.code, 0, "{}", reaped.stderr);
     let out = reaped.json();
