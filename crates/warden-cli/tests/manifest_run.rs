@@ -983,3 +983,32 @@ fn a_sessions_tool_calls_and_environment_are_the_manifests() {
     assert_eq!(seen.trim(), "CI=true OTHER=none");
     assert!(!run.stdout.contains("hunter2"));
 }
+
+#[test]
+fn a_session_that_fails_to_start_still_finishes_its_run() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    let file = manifest(&p, "m.yaml", &test_and_patch(&p));
+    let run = p.run(&[
+        "run",
+        "--json",
+        "--model",
+        "nosuch/model",
+        "--manifest",
+        &file,
+        "task",
+    ]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let dir = only_run(&p);
+    let receipt: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("receipt.json")).unwrap()).unwrap();
+    assert_eq!(receipt["status"], "refused");
+    assert_eq!(receipt["cleanup"]["workspace_destroyed"], true);
+    assert!(!dir.join("workspace").exists());
+    let lease: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("lease.json")).unwrap()).unwrap();
+    assert_eq!(lease["status"], "finished");
+}

@@ -160,6 +160,17 @@ pub struct Prepared {
     last: Option<warden_sandbox::Outcome>,
     began: SystemTime,
     run_started: Instant,
+    concluded: bool,
+}
+
+/// A run dropped before it finished (its session failed half-way) still finishes: revoked,
+/// cleaned up, its receipt written.
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if !self.concluded {
+            let _ = self.conclude();
+        }
+    }
 }
 
 /// Sets a run up: the directory, the lease, every alias, the sandbox and the proxy. `Err`
@@ -226,6 +237,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
         last: None,
         began: SystemTime::now(),
         run_started: Instant::now(),
+        concluded: false,
     };
     if let Err(why) = &prepared.setup {
         prepared
@@ -378,6 +390,15 @@ impl Prepared {
     /// destroyed and checked (or the run quarantined), the receipt written.
     #[allow(clippy::too_many_lines)]
     pub fn finish(mut self) -> Result<Finished, String> {
+        self.conclude()
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn conclude(&mut self) -> Result<Finished, String> {
+        if self.concluded {
+            return Err("the run has finished already".to_owned());
+        }
+        self.concluded = true;
         let m = self.parsed.manifest.clone();
         let receipt = &mut self.receipt;
         receipt.timings.run_ms = elapsed_ms(self.run_started);
@@ -501,8 +522,8 @@ impl Prepared {
         let path = self.dir.root.join("receipt.json");
         std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Finished {
-            receipt: self.receipt,
-            dir: self.dir.root,
+            receipt: self.receipt.clone(),
+            dir: self.dir.root.clone(),
             stdout: Vec::new(),
             stderr: Vec::new(),
         })
