@@ -841,6 +841,11 @@ fn an_agent_session_under_a_manifest_works_in_its_worktree_and_ends_in_a_receipt
         ),
         // The policy sees no network use in this one; the sandbox has none to give.
         call("b2", "bash", &serde_json::json!({"command": probe})),
+        call(
+            "b3",
+            "bash",
+            &serde_json::json!({"command": "sleep 30", "background": true}),
+        ),
         warden_fake_provider::openai::text("Fixed and tested.").fast(),
     ]);
     let run = crate::support::warden_run(
@@ -857,9 +862,10 @@ fn an_agent_session_under_a_manifest_works_in_its_worktree_and_ends_in_a_receipt
         serde_json::from_str(&std::fs::read_to_string(receipt_file).unwrap()).unwrap();
     assert_eq!(receipt["status"], "succeeded", "{}", run.stdout);
     assert_eq!(receipt["input"]["commit"], commit.as_str());
+    assert_eq!(receipt["commands"][2]["background"], true, "{receipt}");
     assert_eq!(
         receipt["commands"].as_array().unwrap().len(),
-        2,
+        3,
         "{receipt}"
     );
     // The command ran in the manifest's sandbox: at /workspace, with no network.

@@ -111,6 +111,7 @@ impl Tool for Bash {
                 exit_code: outcome.exit_code,
                 duration_ms: outcome.duration_ms,
                 timed_out: outcome.timed_out,
+                background: false,
             });
         }
         let out = normalise(&outcome.stdout);
@@ -206,10 +207,22 @@ fn background(
     sandbox: Sandbox,
     plan: Plan,
 ) -> Result<Value, ToolError> {
+    let argv: Vec<String> = std::iter::once(plan.program.clone())
+        .chain(plan.args.iter().cloned())
+        .collect();
     let id = ctx
         .jobs
         .start(command, sandbox, plan, ctx.egress.clone())
         .map_err(unavailable)?;
+    if let Ok(mut log) = ctx.commands.lock() {
+        log.push(crate::context::CommandRecord {
+            argv,
+            exit_code: 0,
+            duration_ms: 0,
+            timed_out: false,
+            background: true,
+        });
+    }
     let settle = Instant::now() + BACKGROUND_SETTLE;
     while Instant::now() < settle {
         let ended = ctx

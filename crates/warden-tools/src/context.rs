@@ -113,13 +113,15 @@ pub struct ToolContext {
     pub commands: std::sync::Mutex<Vec<CommandRecord>>,
 }
 
-/// One shell command a session ran in the foreground.
+/// One shell command a session ran (or started in the background).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRecord {
     pub argv: Vec<String>,
     pub exit_code: i32,
     pub duration_ms: u64,
     pub timed_out: bool,
+    /// Started in the background: its end is not known here.
+    pub background: bool,
 }
 
 impl ToolContext {

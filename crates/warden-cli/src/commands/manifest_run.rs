@@ -293,6 +293,7 @@ impl Governed {
                         exit_code: c.exit_code,
                         duration_ms: c.duration_ms,
                         timed_out: c.timed_out,
+                        background: c.background,
                     })
                     .collect()
             })

@@ -379,6 +379,7 @@ impl Prepared {
             exit_code: outcome.exit_code,
             duration_ms: outcome.duration_ms,
             timed_out: outcome.timed_out,
+            background: false,
         });
         self.collected.clone_from(&outcome.collected);
         let streams = (outcome.stdout.clone(), outcome.stderr.clone());
@@ -407,13 +408,15 @@ impl Prepared {
             receipt.denied.network_denials = counts.denied;
             receipt.denied.budget_denials += counts.over_budget;
         }
-        if let Some(last) = receipt.commands.last() {
+        let foreground: Vec<&CommandRun> =
+            receipt.commands.iter().filter(|c| !c.background).collect();
+        if let Some(last) = foreground.last() {
             receipt.exit_code = Some(last.exit_code);
-            receipt.status = if receipt.commands.iter().any(|c| c.timed_out) {
+            receipt.status = if foreground.iter().any(|c| c.timed_out) {
                 Status::TimedOut
             } else if receipt.denied.budget_denials > 0 {
                 Status::BudgetExceeded
-            } else if receipt.commands.iter().all(|c| c.exit_code == 0) {
+            } else if foreground.iter().all(|c| c.exit_code == 0) {
                 Status::Succeeded
             } else {
                 Status::Failed

@@ -138,6 +138,10 @@ pub struct CommandRun {
     pub exit_code: i32,
     pub duration_ms: u64,
     pub timed_out: bool,
+    /// Started in the background (an agent session's dev server): it ran until it was stopped
+    /// or the session ended, and its exit code and duration are not counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// One artifact collected.
