@@ -6,6 +6,8 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use warden_protocol::wildcard;
+
 /// A host as a connection names it: a normalised name, or an address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {
@@ -209,7 +211,7 @@ impl Entry {
         let path_ok = self
             .path
             .as_ref()
-            .is_none_or(|pattern| wildcard(pattern.as_bytes(), path_only.as_bytes()));
+            .is_none_or(|pattern| wildcard(pattern, path_only));
         method_ok && path_ok
     }
 
@@ -241,28 +243,6 @@ impl Entry {
             Pattern::Subdomains(_) => false,
         }
     }
-}
-
-/// `*` matches any run of bytes; everything else matches itself.
-fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&b| b == b'*')
 }
 
 /// `host` and its port, where one is given.

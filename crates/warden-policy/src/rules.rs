@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobBuilder, GlobSetBuilder};
+use warden_protocol::wildcard;
 
 /// Which list a rule is in. Ordered by precedence: deny beats ask beats allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -240,7 +241,7 @@ impl Rule {
     pub fn matches_text(&self, target: &str) -> bool {
         match &self.spec {
             Spec::Any => true,
-            Spec::Text(pattern) => wildcard(pattern.as_bytes(), target.as_bytes()),
+            Spec::Text(pattern) => wildcard(pattern, target),
             _ => false,
         }
     }
@@ -257,34 +258,12 @@ fn normalise_command(spec: &str) -> String {
 fn command_matches(pattern: &str, line: &str) -> bool {
     if let Some(prefix) = pattern.strip_suffix(" *") {
         // The word boundary: `ls *` matches `ls` and `ls -la`, never `lsof`.
-        if wildcard(prefix.as_bytes(), line.as_bytes()) {
+        if wildcard(prefix, line) {
             return true;
         }
-        return wildcard(pattern.as_bytes(), line.as_bytes());
+        return wildcard(pattern, line);
     }
-    wildcard(pattern.as_bytes(), line.as_bytes())
-}
-
-/// `*` matches any run of bytes; everything else matches itself.
-pub(crate) fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&b| b == b'*')
+    wildcard(pattern, line)
 }
 
 /// A gitignore-style path specifier as an absolute glob: `//abs`, `~/…`, `/…` (the project root),

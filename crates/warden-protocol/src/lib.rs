@@ -10,10 +10,12 @@
 
 mod decision;
 mod ids;
+mod pattern;
 mod session;
 mod tool;
 
 pub use decision::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
 pub use ids::{CallId, IdError, SessionId, ToolName};
+pub use pattern::wildcard;
 pub use session::{Budgets, Message, Role, SessionState, WorkingSet};
 pub use tool::{ToolCall, ToolError, ToolErrorKind, ToolEvent, ToolResult, ToolStatus};
