@@ -384,16 +384,7 @@ fn running_in_background(
         20,
     )]);
     let base = format!("{}/v1", server.url());
-    let child = p
-        .command()
-        .args([
-            "run",
-            "--json",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &base,
-        ])
+    let child = crate::support::agent_command(p, &base)
         .args([
             "--allow",
             "Bash(touch *)",
@@ -551,7 +542,7 @@ fn the_private_probe_is_refused_everywhere_and_its_content_appears_nowhere() {
         assert!(!request.body.contains("PROBE-SECRET"));
     }
     let trace_dir = p.home.join("warden");
-    for entry in walk(&trace_dir) {
+    for entry in crate::support::files_under(&trace_dir) {
         let bytes = std::fs::read(&entry).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("PROBE-SECRET"),
@@ -559,19 +550,6 @@ fn the_private_probe_is_refused_everywhere_and_its_content_appears_nowhere() {
             entry.display()
         );
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 #[test]
@@ -824,18 +802,9 @@ fn keys_are_never_printed_or_traced_and_no_model_is_a_usage_error() {
     let server = FakeProvider::start(vec![openai::text("hello")]);
     let base = format!("{}/v1", server.url());
     let key = "sk-test-0123456789abcdefSECRET";
-    let out = p
-        .command()
+    let out = crate::support::agent_command(&p, &base)
         .env("OPENAI_API_KEY", key)
-        .args([
-            "run",
-            "--json",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &base,
-            "hi",
-        ])
+        .args(["hi"])
         .output()
         .unwrap();
     let run = finish(&out);
@@ -845,7 +814,7 @@ fn keys_are_never_printed_or_traced_and_no_model_is_a_usage_error() {
         Some(format!("Bearer {key}").as_str())
     );
     assert!(!run.stdout.contains("SECRET") && !run.stderr.contains("SECRET"));
-    for file in walk(&p.home) {
+    for file in crate::support::files_under(&p.home) {
         let bytes = std::fs::read(&file).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("SECRET"),
@@ -1049,17 +1018,9 @@ fn tool_output_reaches_the_model_labelled_and_without_secrets() {
     ]);
     let base = format!("{}/v1", server.url());
     let run = finish(
-        &p.command()
+        &crate::support::agent_command(&p, &base)
             .env("OPENAI_API_KEY", key)
-            .args([
-                "run",
-                "--json",
-                "--model",
-                "openai/test-model",
-                "--base-url",
-                &base,
-                "read the env file",
-            ])
+            .args(["read the env file"])
             .output()
             .unwrap(),
     );

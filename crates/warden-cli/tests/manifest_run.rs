@@ -632,36 +632,14 @@ fn only_the_allowlist_is_reached_and_past_the_budget_nothing_is() {
     let run_id = receipt["run_id"].as_str().unwrap();
     let trace = p.run(&["trace", "network", run_id, "--json"]);
     assert_eq!(trace.code, 0, "{}", trace.stderr);
-    let decisions: Vec<String> = crate::support::events(&trace.stdout)
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {}",
-                c["host"].as_str().unwrap(),
-                c["decision"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let decisions = crate::support::fields(
+        &crate::support::events(&trace.stdout),
+        &["host", "decision"],
+    );
     assert_eq!(
         decisions,
         ["allowed.test allow", "other.test deny", "allowed.test deny"]
     );
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -757,7 +735,7 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
     assert_eq!(receipt["denied"]["capability_denials"], 1, "{receipt}");
     assert_eq!(receipt["grants"]["capabilities"][0]["credential"], true);
     assert_eq!(receipt["cleanup"]["capabilities_revoked"], true);
-    for file in files_under(&p.home.join("warden")) {
+    for file in crate::support::files_under(&p.home.join("warden")) {
         let bytes = std::fs::read(&file).unwrap_or_default();
         let found = bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes());
         assert!(!found, "the credential is in {}", file.display());
@@ -946,23 +924,10 @@ fn a_sessions_tool_calls_and_environment_are_the_manifests() {
         warden_fake_provider::openai::text("Done.").fast(),
     ]);
     let base = format!("{}/v1", server.url());
-    let run = p
-        .command()
+    let run = crate::support::agent_command(&p, &base)
         .env("CI", "true")
         .env("LEAKY_VALUE", "hunter2-in-the-environment")
-        .args([
-            "run",
-            "--json",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &base,
-            "--manifest",
-            &file,
-            "--mode",
-            "auto",
-            "echo things",
-        ])
+        .args(["--manifest", &file, "--mode", "auto", "echo things"])
         .output()
         .unwrap();
     let run = finish(&run);

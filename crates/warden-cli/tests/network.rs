@@ -89,17 +89,7 @@ fn an_allowed_host_is_reached_over_http_connect_and_socks5() {
     }
     assert_eq!(json["network"]["allowed"], 3, "{json}");
     assert_eq!(json["network"]["denied"], 0);
-    let kinds: Vec<String> = connections(&p, &json)
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {} {}",
-                c["kind"].as_str().unwrap(),
-                c["decision"].as_str().unwrap(),
-                c["host"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let kinds = crate::support::fields(&connections(&p, &json), &["kind", "decision", "host"]);
     assert_eq!(
         kinds,
         [
@@ -355,18 +345,9 @@ fn an_agent_run_in_allowlist_mode_reaches_only_what_is_listed() {
         openai::text("Done.").fast(),
     ]);
     let base = format!("{}/v1", server.url());
-    let mut cmd = p.command();
-    cmd.env("WARDEN_TEST_RESOLVE", NAMES).args([
-        "run",
-        "--json",
-        "--model",
-        "openai/test-model",
-        "--base-url",
-        &base,
-        "--allow",
-        "Bash(curl *)",
-        "fetch both",
-    ]);
+    let mut cmd = crate::support::agent_command(&p, &base);
+    cmd.env("WARDEN_TEST_RESOLVE", NAMES)
+        .args(["--allow", "Bash(curl *)", "fetch both"]);
     let run = finish(&cmd.output().unwrap());
     assert_eq!(run.code, 0, "{}", run.stderr);
     let received = server.received();
@@ -665,18 +646,12 @@ fn a_host_whose_rule_names_methods_and_paths_is_decided_request_by_request() {
         "a download passes, publishing and other paths do not; the CA is there to trust: {json}"
     );
     let seen = connections(&p, &json);
-    let requests: Vec<String> = seen
+    let https: Vec<Value> = seen
         .iter()
         .filter(|c| c["kind"] == "https")
-        .map(|c| {
-            format!(
-                "{} {} {}",
-                c["method"].as_str().unwrap(),
-                c["path"].as_str().unwrap(),
-                c["decision"].as_str().unwrap()
-            )
-        })
+        .cloned()
         .collect();
+    let requests = crate::support::fields(&https, &["method", "path", "decision"]);
     assert_eq!(
         requests,
         [

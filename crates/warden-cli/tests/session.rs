@@ -272,18 +272,10 @@ fn without_a_terminal_the_task_is_read_from_standard_input() {
     let p = Project::new();
     let server = FakeProvider::start(vec![openai::text("Done.").fast()]);
     let base = format!("{}/v1", server.url());
-    let mut cmd = p.command();
-    cmd.args([
-        "run",
-        "--json",
-        "--model",
-        "openai/test-model",
-        "--base-url",
-        &base,
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    let mut cmd = crate::support::agent_command(&p, &base);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     child
         .stdin

@@ -83,17 +83,23 @@ pub(crate) fn warden_run(
     prompt: &str,
 ) -> Run {
     let base = format!("{}/v1", server.url());
-    let mut args = vec![
+    let mut cmd = agent_command(p, &base);
+    cmd.args(extra).arg(prompt);
+    finish(&cmd.output().unwrap())
+}
+
+/// `warden run --json` against the OpenAI-compatible endpoint at `base`, arguments to follow.
+pub(crate) fn agent_command(p: &Project, base: &str) -> Command {
+    let mut cmd = p.command();
+    cmd.args([
         "run",
         "--json",
         "--model",
         "openai/test-model",
         "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    p.run(&args)
+        base,
+    ]);
+    cmd
 }
 
 /// The JSON events a `--json` run printed.
@@ -331,4 +337,31 @@ pub(crate) fn http_server() -> u16 {
         }
     });
     port
+}
+
+/// Every file below `dir` (directories walked, not listed).
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Each record's `keys`, as strings joined by spaces: `"connect allow allowed.test"`.
+pub(crate) fn fields(records: &[Value], keys: &[&str]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| {
+            keys.iter()
+                .map(|k| r[*k].as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
 }

@@ -166,24 +166,6 @@ fn result(
     value
 }
 
-/// The variables that point a command at the proxy.
-const PROXY_NAMES: &[&str] = &[
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "npm_config_proxy",
-    "npm_config_https_proxy",
-    "YARN_HTTP_PROXY",
-    "YARN_HTTPS_PROXY",
-    "PIP_PROXY",
-    "CARGO_HTTP_PROXY",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-];
-
 fn refused(why: &str) -> CliError {
     CliError {
         exit: Exit::Code(NO_SANDBOX),
@@ -241,9 +223,11 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
     if let Some(net) = &args.net {
         request.network = net == "on";
         request.proxy_port = None;
+        // The variables that point a command at the proxy: those `proxy_env` sets.
+        let proxy_names = warden_sandbox::proxy_env(warden_sandbox::PROXY_PORT);
         request
             .env
-            .retain(|(name, _)| !PROXY_NAMES.contains(&name.as_str()));
+            .retain(|(name, _)| !proxy_names.iter().any(|(n, _)| n == name));
         if net == "allowlist" {
             request.proxy_port = Some(warden_sandbox::PROXY_PORT);
             request

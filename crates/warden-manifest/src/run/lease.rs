@@ -14,12 +14,12 @@ use super::git::{Repo, remove_tree};
 use super::layout::{Resolved, destroy};
 
 /// The lease file of a run, in its directory.
-pub const LEASE_FILE: &str = "lease.json";
+pub(crate) const LEASE_FILE: &str = "lease.json";
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LeaseStatus {
+pub(crate) enum LeaseStatus {
     Running,
     Finished,
     Quarantined,
@@ -42,26 +42,27 @@ pub enum ReapAction {
 
 /// What a run's directory says about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lease {
-    pub run_id: String,
+pub(crate) struct Lease {
+    pub(crate) run_id: String,
     pub manifest_sha256: String,
     /// The warden process running it, and when that process started (clock ticks since boot),
     /// so that a reused pid is never taken for it.
-    pub pid: u32,
-    pub pid_start: u64,
-    pub started_ms: u64,
+    pub(crate) pid: u32,
+    pub(crate) pid_start: u64,
+    pub(crate) started_ms: u64,
     /// Renewed every third of `lease_seconds` while the run lives.
-    pub heartbeat_ms: u64,
-    pub lease_seconds: u64,
-    pub status: LeaseStatus,
+    pub(crate) heartbeat_ms: u64,
+    #[allow(clippy::struct_field_names)] // as lease.json names it
+    pub(crate) lease_seconds: u64,
+    pub(crate) status: LeaseStatus,
     /// The repository the worktrees belong to.
-    pub repository: Option<PathBuf>,
-    pub resolved: Vec<Resolved>,
+    pub(crate) repository: Option<PathBuf>,
+    pub(crate) resolved: Vec<Resolved>,
     /// When the collected artifacts may be removed.
-    pub artifacts_until_ms: Option<u64>,
+    pub(crate) artifacts_until_ms: Option<u64>,
     /// Why cleanup failed, for a quarantined run.
     #[serde(default)]
-    pub quarantine: Vec<String>,
+    pub(crate) quarantine: Vec<String>,
 }
 
 pub(crate) fn now_ms() -> u64 {

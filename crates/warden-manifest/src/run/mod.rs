@@ -26,7 +26,7 @@ use warden_sandbox::{Limits, Output, Plan, Request, Sandbox};
 
 pub use capability::{ApprovalAsk, Approver};
 pub use layout::Resolved;
-pub use lease::{LEASE_FILE, Lease, LeaseStatus, ReapAction, Reaped, reap};
+pub use lease::{ReapAction, Reaped, reap};
 pub use receipt::{
     Artifact, CapabilityGrant, CleanupResult, CommandRun, Denied, Grants, Input, MountGrant,
     NetworkGrant, Receipt, Report, Status, Timings,
@@ -146,7 +146,7 @@ pub struct Prepared {
     parsed: Parsed,
     report_only: bool,
     dir: RunDir,
-    lease: Arc<Mutex<Lease>>,
+    lease: Arc<Mutex<lease::Lease>>,
     heartbeat: Option<lease::Heartbeat>,
     setup: Result<Setup, String>,
     receipt: Receipt,
@@ -181,7 +181,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
     let started_at = SystemTime::now();
     let m = &parsed.manifest;
     let dir = RunDir::create(&options.runs_dir, &options.run_id)?;
-    let lease = Arc::new(Mutex::new(Lease {
+    let lease = Arc::new(Mutex::new(lease::Lease {
         run_id: options.run_id.clone(),
         manifest_sha256: parsed.sha256.clone(),
         pid: std::process::id(),
@@ -189,7 +189,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
         started_ms: lease::now_ms(),
         heartbeat_ms: lease::now_ms(),
         lease_seconds: options.lease_seconds.max(1),
-        status: LeaseStatus::Running,
+        status: lease::LeaseStatus::Running,
         repository: None,
         resolved: Vec::new(),
         artifacts_until_ms: None,
@@ -264,11 +264,6 @@ impl Prepared {
     /// The manifest the run is under.
     pub fn manifest(&self) -> &crate::schema::Manifest {
         &self.parsed.manifest
-    }
-
-    /// The run's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir.root
     }
 
     /// Whether commands may run: the set-up and the sandbox's construction succeeded.
@@ -513,9 +508,9 @@ impl Prepared {
             l.artifacts_until_ms =
                 Some(lease::now_ms() + u64::try_from(retain.as_millis()).unwrap_or(u64::MAX));
             if destroyed.destroyed {
-                l.status = LeaseStatus::Finished;
+                l.status = lease::LeaseStatus::Finished;
             } else {
-                l.status = LeaseStatus::Quarantined;
+                l.status = lease::LeaseStatus::Quarantined;
                 l.quarantine = destroyed.errors;
                 receipt.status = Status::Quarantined;
             }
@@ -547,7 +542,7 @@ fn setup(
     parsed: &Parsed,
     options: &Options,
     dir: &RunDir,
-    lease: &Mutex<Lease>,
+    lease: &Mutex<lease::Lease>,
     receipt: &mut Receipt,
 ) -> Result<Setup, String> {
     let m = &parsed.manifest;
@@ -635,7 +630,7 @@ fn setup(
 fn checkout(
     setup: &mut Setup,
     dir: &RunDir,
-    lease: &Mutex<Lease>,
+    lease: &Mutex<lease::Lease>,
     alias: &str,
     commit: &str,
 ) -> Result<PathBuf, String> {
@@ -673,7 +668,7 @@ fn checkout(
 fn own_dir(
     setup: &mut Setup,
     dir: &RunDir,
-    lease: &Mutex<Lease>,
+    lease: &Mutex<lease::Lease>,
     alias: &str,
     disk_mb: Option<u64>,
 ) -> Result<PathBuf, String> {
@@ -748,7 +743,7 @@ fn lockfile_warnings(m: &crate::schema::Manifest, setup: &Setup, receipt: &mut R
     }
 }
 
-fn record(lease: &Mutex<Lease>, dir: &RunDir, resolved: &[Resolved]) {
+fn record(lease: &Mutex<lease::Lease>, dir: &RunDir, resolved: &[Resolved]) {
     let mut l = lock(lease);
     l.resolved = resolved.to_vec();
     let _ = l.write(&dir.root);
