@@ -188,6 +188,33 @@ fn the_seeds_example_runs_as_it_is_with_the_repository_read_only() {
         return;
     }
     let commit = repo(&p);
+    // The probe writes where a writable worktree is mounted instead of the repository.
+    let writable = SEED
+        .replace(
+            "source: repo\n      target: /workspace\n      mode: read_only",
+            "source: workspace\n      target: /workspace\n      mode: read_write",
+        )
+        .replace(
+            "  writable_paths:\n    - /scratch\n",
+            "  writable_paths:\n    - /scratch\n    - /workspace\n",
+        );
+    assert_ne!(writable, SEED);
+    let probe = manifest(&p, "probe.yaml", &writable);
+    let wrote = p.run(&[
+        "manifest",
+        "run",
+        &probe,
+        "--",
+        "sh",
+        "-c",
+        "echo x > /workspace/slug.py && echo WROTE",
+    ]);
+    assert!(
+        wrote.stdout.contains("WROTE"),
+        "the probe works: {}{}",
+        wrote.stdout,
+        wrote.stderr
+    );
     let file = manifest(&p, "seed.yaml", SEED);
     let receipt_file = p.tmp().join("seed-receipt.json");
     let run = p.run(&[
