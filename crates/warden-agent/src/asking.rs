@@ -76,11 +76,7 @@ impl Agent<'_> {
                 if let Some(rule) = &rule {
                     new_rules.push(rule.clone());
                     if answer == Answer::Always {
-                        let _ = warden_config::remember_rule(
-                            &self.settings.project_root,
-                            RuleList::Allow,
-                            rule,
-                        );
+                        let _ = self.settings.remember(RuleList::Allow, rule);
                     }
                 }
             }
@@ -137,11 +133,7 @@ impl Agent<'_> {
                 message.map(|m| format!(": {m}")).unwrap_or_default()
             )),
             Answer::Always => {
-                let _ = warden_config::remember_rule(
-                    &self.settings.project_root,
-                    RuleList::Allow,
-                    rule,
-                );
+                let _ = self.settings.remember(RuleList::Allow, rule);
                 new_rules.push(rule.to_owned());
                 Ok(json!({"granted": rule, "for": "always"}))
             }

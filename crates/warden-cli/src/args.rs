@@ -19,6 +19,15 @@ pub struct Cli {
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
+    /// Honour the project's own settings files in full for this command, as if trusted.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
+
+    /// Accept a project root that is the home directory, `/` or an ancestor of the home
+    /// directory (all of it would be the writable workspace).
+    #[arg(long, global = true)]
+    pub allow_home_workspace: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -65,6 +74,33 @@ pub enum Command {
     /// Sandbox manifests, a run's permission contract: validate, init, approve, run, reap.
     #[command(subcommand)]
     Manifest(ManifestCommand),
+    /// Trust a project: show what its settings files would grant beyond yours, then ask. The
+    /// answer is kept outside the project, bound to what the files grant. Exit 0 trusted, 1
+    /// declined.
+    Trust(TrustArgs),
+    /// Stop trusting a project. Exit 0 when it was trusted, 1 when it was not.
+    Untrust(UntrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The project (default: -C, else the current directory).
+    pub dir: Option<PathBuf>,
+    /// Trust without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print JSON: the project, what it would grant, and whether it is trusted.
+    #[arg(long)]
+    pub json: bool,
+    /// List the projects trusted (and declined) instead.
+    #[arg(long, conflicts_with_all = ["dir", "yes"])]
+    pub list: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UntrustArgs {
+    /// The project (default: -C, else the current directory).
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -485,6 +521,12 @@ pub enum ConfigCommand {
     },
     /// Print the JSON Schema of the settings files.
     Schema,
+    /// Forget a remembered rule of this project (as `warden config show` lists it). Exit 0
+    /// when it was remembered, 1 when it was not.
+    Forget {
+        /// The rule, exactly as listed, like 'Bash(npm test *)'.
+        rule: String,
+    },
 }
 
 /// Prints a parse error as one line (help and version print in full) and picks the exit.

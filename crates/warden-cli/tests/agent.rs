@@ -312,6 +312,8 @@ fn every_budget_stops_the_run_with_exit_3() {
             50,
         )
     };
+    // The project's settings set the budgets (and a model's price): trusted.
+    p.trust();
     let settings = p.root().join(".warden/settings.toml");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     let cases: Vec<(&str, Vec<&str>, Vec<Reply>, &str)> = vec![
@@ -621,7 +623,8 @@ fn approvals_on_a_terminal_once_session_always_and_deny() {
             .unwrap()
             .contains("/\\s+/g")
     );
-    let local = std::fs::read_to_string(p.root().join(".warden/settings.local.toml")).unwrap();
+    assert!(!p.root().join(".warden/settings.local.toml").exists());
+    let local = p.remembered();
     assert!(local.contains("Edit(src/slugify.js)"), "{local}");
     assert!(
         !local.contains("npm test"),

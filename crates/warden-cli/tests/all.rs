@@ -13,4 +13,5 @@ mod session;
 mod skills;
 mod support;
 mod trace;
+mod trust;
 mod undo;

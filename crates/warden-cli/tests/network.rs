@@ -308,6 +308,7 @@ fn package_managers_and_git_go_through_the_proxy() {
 
 /// The project's settings for an allowlist run, loopback reachable.
 fn allowlist_settings(p: &Project, allowed: &[String]) {
+    p.trust();
     let list: Vec<String> = allowed.iter().map(|h| format!("{h:?}")).collect();
     p.write(
         ".warden/settings.toml",
@@ -484,7 +485,9 @@ fn an_unlisted_host_is_put_to_the_person_and_always_writes_the_rule() {
         "asked once: {}",
         run.stdout
     );
-    let local = std::fs::read_to_string(p.root().join(".warden/settings.local.toml")).unwrap();
+    // Remembered in warden's own file, not the project's.
+    assert!(!p.root().join(".warden/settings.local.toml").exists());
+    let local = p.remembered();
     assert!(local.contains("WebFetch(domain:unlisted.test)"), "{local}");
     // Both calls reached the server.
     let received = server.received();
@@ -541,6 +544,7 @@ fn web_server() -> u16 {
 }
 
 fn web_fetch(p: &Project, block_private: bool, args: &str) -> Run {
+    p.trust();
     p.write(
         ".warden/settings.toml",
         &format!(

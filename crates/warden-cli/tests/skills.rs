@@ -130,7 +130,8 @@ fn an_untrusted_skill_is_approved_once_per_hash_of_its_files() {
         ])
     };
     // From the project's root, nobody to ask: not loaded, and the model is told why. The
-    // project's own settings cannot wave it through.
+    // project's own settings cannot wave it through, even trusted.
+    p.trust();
     p.write(
         ".warden/settings.toml",
         "[permissions]\nallow = [\"Skill(*)\"]\n",

@@ -50,6 +50,27 @@ impl Project {
         std::fs::write(path, content).unwrap();
     }
 
+    /// Trusts the project the way a user does without asking, with `trusted_projects` in the
+    /// user's settings: for tests of what a project's own settings do once trusted (the trust
+    /// itself is tested in `trust.rs`).
+    pub(crate) fn trust(&self) {
+        let dir = self.home.join(".config/warden");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("settings.toml"),
+            format!(
+                "trusted_projects = [{:?}]\n",
+                self.root().display().to_string()
+            ),
+        )
+        .unwrap();
+    }
+
+    /// The rules warden remembered for this project, as its file holds them.
+    pub(crate) fn remembered(&self) -> String {
+        std::fs::read_to_string(self.home.join("warden/remembered.toml")).unwrap_or_default()
+    }
+
     pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_warden"));
         cmd.current_dir(self.root())

@@ -80,6 +80,21 @@ pub enum ConfigError {
         /// What is wrong with it.
         message: String,
     },
+    /// The project root is `/`, the home directory or an ancestor of it: all of it would be
+    /// the writable workspace.
+    #[error(
+        "{}: the project root is the home directory, `/` or an ancestor of the home directory, \
+         and all of it would be the writable workspace; run warden in a project (a directory \
+         with .git or .warden), or pass --allow-home-workspace if that is really meant",
+        root.display()
+    )]
+    HomeWorkspace {
+        /// The project root found.
+        root: PathBuf,
+    },
+    /// There is nowhere to keep warden's state.
+    #[error("no data directory: none of WARDEN_HOME, XDG_DATA_HOME or HOME is set")]
+    NoDataDir,
     /// A permission mode name not in `plan`, `default`, `accept-edits`, `auto`, `bypass`.
     #[error("unknown permission mode `{0}` (expected plan, default, accept-edits, auto or bypass)")]
     UnknownPermissionMode(String),

@@ -16,16 +16,26 @@ pub mod raw;
 mod remember;
 mod resolve;
 mod settings;
+mod state;
+mod trust;
 
-pub use docs::{json_schema, settings_markdown};
+pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;
 pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root, user_config_dir};
 pub use raw::RawSettings;
-pub use remember::{RuleList, remember_rule};
+pub use remember::{
+    RememberedRules, RuleList, forget_rule, local_rules, move_local_rules, remember_rule,
+    remembered, remembered_path,
+};
 pub use resolve::resolve_org;
 pub use settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, Layer, ManifestRuns, Model, Org,
     OrgManifest, PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool, RiskName,
     Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings,
-    SettingsSource, Skills, Tools, WriteTool,
+    SettingsSource, Skills, Tools, WardenDirs, WriteTool,
+};
+pub use state::data_dir;
+pub use trust::{
+    IgnoredSetting, KeyInfo, KeyTrust, ProjectTrust, Tighten, TrustBasis, TrustDecision,
+    TrustRecord, forget_trust, key_trust, record_trust, trust_records,
 };

@@ -219,5 +219,9 @@ fn bare(root: &std::path::Path) -> LoadOptions {
         cli: warden_config::RawSettings::default(),
         managed_path: root.join("no-managed.toml"),
         user_config_dir: None,
+        data_dir: None,
+        home: None,
+        trust_project: true,
+        allow_home_workspace: false,
     }
 }

@@ -6,3 +6,4 @@ mod corpus;
 mod fixture;
 mod narrowing;
 mod properties;
+mod trust;

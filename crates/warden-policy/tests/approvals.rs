@@ -39,7 +39,7 @@ fn a_session_approval_allows_the_argv_prefix_and_nothing_more() {
 }
 
 #[test]
-fn an_always_approval_is_written_to_the_local_layer_and_loads_again() {
+fn an_always_approval_is_remembered_outside_the_project_and_loads_again() {
     let fixture = Fixture::new();
     let engine = fixture.engine("", PermissionMode::Default, true).unwrap();
     assert_eq!(
@@ -48,9 +48,10 @@ fn an_always_approval_is_written_to_the_local_layer_and_loads_again() {
     );
     let rules = remembered_rule(&shell::analyze("cargo build --release")).unwrap();
     for rule in &rules {
-        remember_rule(&fixture.ws, RuleList::Allow, rule).unwrap();
+        remember_rule(&fixture.data, &fixture.ws, RuleList::Allow, rule).unwrap();
     }
-    let text = std::fs::read_to_string(fixture.ws.join(".warden/settings.local.toml")).unwrap();
+    assert!(!fixture.ws.join(".warden/settings.local.toml").exists());
+    let text = std::fs::read_to_string(fixture.data.join("remembered.toml")).unwrap();
     assert!(text.contains("Bash(cargo build *)"), "{text}");
     let engine = fixture.engine("", PermissionMode::Default, true).unwrap();
     assert_eq!(decide(&engine, "cargo build"), DecisionKind::Allow);

@@ -11,6 +11,8 @@ pub(crate) struct Fixture {
     pub(crate) ws: PathBuf,
     pub(crate) home: PathBuf,
     pub(crate) outside: PathBuf,
+    /// warden's data directory: the remembered rules.
+    pub(crate) data: PathBuf,
 }
 
 impl Fixture {
@@ -55,6 +57,7 @@ impl Fixture {
             ws,
             home,
             outside,
+            data: base.join("data"),
         }
     }
 
@@ -64,12 +67,32 @@ impl Fixture {
             .replace("{outside}", &self.outside.display().to_string())
     }
 
-    /// An engine for the project settings `settings` (TOML), in `mode`, sandboxed or not.
+    /// An engine for the project settings `settings` (TOML), in `mode`, sandboxed or not. The
+    /// project is trusted: its settings are the test's own.
     pub(crate) fn engine(
         &self,
         settings: &str,
         mode: PermissionMode,
         sandboxed: bool,
+    ) -> Result<Engine, String> {
+        self.engine_with_trust(settings, mode, sandboxed, true)
+    }
+
+    /// An engine for `settings` as the project's file of a project not trusted.
+    pub(crate) fn untrusted_engine(
+        &self,
+        settings: &str,
+        mode: PermissionMode,
+    ) -> Result<Engine, String> {
+        self.engine_with_trust(settings, mode, true, false)
+    }
+
+    fn engine_with_trust(
+        &self,
+        settings: &str,
+        mode: PermissionMode,
+        sandboxed: bool,
+        trusted: bool,
     ) -> Result<Engine, String> {
         let dot = self.ws.join(".warden");
         std::fs::create_dir_all(&dot).unwrap();
@@ -90,6 +113,10 @@ impl Fixture {
             cli,
             managed_path: self.ws.join("no-managed.toml"),
             user_config_dir: None,
+            data_dir: Some(self.data.clone()),
+            home: Some(self.home.clone()),
+            trust_project: trusted,
+            allow_home_workspace: false,
         };
         let settings = warden_config::load(&opts).map_err(|e| e.to_string())?;
         Engine::with_home(&settings, &self.home).map_err(|e| e.to_string())

@@ -113,11 +113,28 @@ pub fn request_from_settings(
     let mut deny_read: Vec<PathBuf> = HOME_SECRETS.iter().map(|s| home.join(s)).collect();
     deny_read.extend(from(&sandbox.filesystem.deny_read));
     deny_read.extend(from(&settings.permissions.protected_paths));
+    // warden's own state (the trust records, the remembered rules, the trace) is never
+    // readable, and its directories never writable, whatever the settings allow: a command
+    // cannot forge trust. Only files that exist are masked; the directories, kept read-only,
+    // stop new ones.
+    deny_read.extend(
+        settings
+            .dirs
+            .state_files()
+            .into_iter()
+            .filter(|p| p.exists()),
+    );
     let mut deny_write: Vec<PathBuf> = WORKSPACE_PROTECTED
         .iter()
         .map(|s| workspace.join(s))
         .collect();
     deny_write.extend(from(&sandbox.filesystem.deny_write));
+    deny_write.extend(
+        [&settings.dirs.config_dir, &settings.dirs.data_dir]
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
     let mut home_allow: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect();
     for entry in &sandbox.filesystem.home_toolchains {
         let rel = Path::new(entry.strip_prefix("~/").unwrap_or(entry));
@@ -170,8 +187,11 @@ pub fn request_from_settings(
     })
 }
 
-/// A settings path: `~/…` from home, `//…` absolute, anything else from the workspace.
+/// A settings path: `~` and `~/…` from home, `//…` absolute, anything else from the workspace.
 pub fn expand(entry: &str, workspace: &Path, home: &Path) -> PathBuf {
+    if entry == "~" {
+        return home.to_path_buf();
+    }
     if let Some(rest) = entry.strip_prefix("~/") {
         home.join(rest)
     } else if let Some(rest) = entry.strip_prefix("//") {

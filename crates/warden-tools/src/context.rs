@@ -137,6 +137,14 @@ impl ToolContext {
         let mut denied = settings.tools.read.deny.clone();
         denied.extend(settings.sandbox.filesystem.deny_read.iter().cloned());
         denied.extend(settings.permissions.protected_paths.iter().cloned());
+        // warden's own state files: `//` anchors an absolute path.
+        denied.extend(
+            settings
+                .dirs
+                .state_files()
+                .iter()
+                .map(|p| format!("/{}", p.display())),
+        );
         for rule in &settings.permissions.deny {
             let spec = rule
                 .trim()
@@ -205,6 +213,11 @@ impl ToolContext {
 }
 
 fn expand(project_root: &Path, entry: &str) -> PathBuf {
+    if entry == "~"
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home);
+    }
     if let Some(rest) = entry.strip_prefix("~/")
         && let Some(home) = std::env::var_os("HOME")
     {

@@ -10,9 +10,11 @@ mod run;
 mod skills;
 mod tool;
 mod trace;
+mod trust;
 mod undo;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 use warden_config::{LoadOptions, RawSettings, Settings};
@@ -21,7 +23,14 @@ use crate::args::{Cli, Command, ContextCommand, ManifestCommand, SandboxCommand}
 use crate::{CliError, Exit};
 
 pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
-    let Cli { dir, command } = cli;
+    let Cli {
+        dir,
+        trust_project,
+        allow_home_workspace,
+        command,
+    } = cli;
+    TRUST_PROJECT.store(trust_project, Ordering::Relaxed);
+    ALLOW_HOME_WORKSPACE.store(allow_home_workspace, Ordering::Relaxed);
     match command {
         Command::Tool(args) => tool::run(dir, &args),
         Command::Tools(args) => tool::list(&args),
@@ -52,7 +61,21 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         }) => manifest_run::answer(dir, &run_id, request, allow),
         Command::Manifest(command) => manifest::run(command),
         Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
+        Command::Trust(args) => trust::trust(dir, &args),
+        Command::Untrust(args) => trust::untrust(dir, &args),
     }
+}
+
+/// `--trust-project`: every settings load of this command trusts the project.
+static TRUST_PROJECT: AtomicBool = AtomicBool::new(false);
+/// `--allow-home-workspace`.
+static ALLOW_HOME_WORKSPACE: AtomicBool = AtomicBool::new(false);
+/// Whether what the project's files could not set was reported already.
+static REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Trusts the project for the rest of this command (the answer "this run only").
+pub(crate) fn trust_for_this_command() {
+    TRUST_PROJECT.store(true, Ordering::Relaxed);
 }
 
 /// The sandbox helper: `warden-sandbox-helper` beside this binary when it is installed (a small
@@ -68,11 +91,34 @@ pub(crate) fn load_settings(dir: Option<PathBuf>) -> Result<Settings, CliError> 
     load_settings_with(dir, RawSettings::default())
 }
 
-/// Loads the settings with a command-line layer.
+/// Loads the settings with a command-line layer, and says on standard error (once per
+/// command) what of the project's files was not applied.
 pub(crate) fn load_settings_with(
     dir: Option<PathBuf>,
     cli: RawSettings,
 ) -> Result<Settings, CliError> {
+    let settings = load_quietly(dir, cli)?;
+    report_trust(&settings);
+    Ok(settings)
+}
+
+/// Loads the settings for looking at them (`config`, `skills`): a home-directory project root
+/// is shown, not refused.
+pub(crate) fn load_for_inspection(dir: Option<PathBuf>) -> Result<Settings, CliError> {
+    let mut options = options(dir, RawSettings::default())?;
+    options.allow_home_workspace = true;
+    let settings = warden_config::load(&options).map_err(CliError::usage)?;
+    report_trust(&settings);
+    Ok(settings)
+}
+
+/// Loads the settings and reports nothing: the caller decides (`warden run` may ask first).
+pub(crate) fn load_quietly(dir: Option<PathBuf>, cli: RawSettings) -> Result<Settings, CliError> {
+    let options = options(dir, cli)?;
+    warden_config::load(&options).map_err(CliError::usage)
+}
+
+fn options(dir: Option<PathBuf>, cli: RawSettings) -> Result<LoadOptions, CliError> {
     let cwd = match dir {
         Some(dir) => dir,
         None => std::env::current_dir()
@@ -81,7 +127,20 @@ pub(crate) fn load_settings_with(
     };
     let mut options = LoadOptions::new(cwd);
     options.cli = cli;
-    warden_config::load(&options).map_err(CliError::usage)
+    options.trust_project = TRUST_PROJECT.load(Ordering::Relaxed);
+    options.allow_home_workspace = ALLOW_HOME_WORKSPACE.load(Ordering::Relaxed);
+    Ok(options)
+}
+
+/// Says once per command, on standard error, which values of the project's settings files were
+/// not applied and why, and how to honour them.
+pub(crate) fn report_trust(settings: &Settings) {
+    if REPORTED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    for line in trust::report_lines(settings) {
+        eprintln!("{line}");
+    }
 }
 
 /// Opens the trace store at its default place.

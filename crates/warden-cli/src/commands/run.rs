@@ -17,7 +17,7 @@ use warden_protocol::SessionId;
 use warden_tools::{OnAsk, Registry, ToolContext};
 use warden_trace::AgentSession;
 
-use super::{load_settings_with, open_trace, print_json};
+use super::{load_quietly, load_settings_with, open_trace, print_json};
 use crate::args::{AgentArgs, CompactArgs, ContextShowArgs, ResumeArgs, SessionsArgs};
 use crate::{CliError, Exit};
 
@@ -266,7 +266,18 @@ fn start(
     // Under a manifest the session works in the run's worktree.
     let dir = governed.as_ref().map_or(dir, |g| Some(g.work_dir.clone()));
     let mut settings =
-        load_settings_with(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
+        load_quietly(dir.clone(), cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
+    // An untrusted project whose files would widen something: asked once, on a terminal.
+    let asking = !args.json && governed.is_none() && matches!(mode, Mode::Run { .. });
+    if asking && let Some(answer) = super::trust::ask_before_run(&settings)? {
+        if answer == super::trust::RunAnswer::ThisRun {
+            super::trust_for_this_command();
+        }
+        if answer != super::trust::RunAnswer::Declined {
+            settings = load_quietly(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
+        }
+    }
+    super::report_trust(&settings);
     if let Some(g) = &governed {
         g.govern(&mut settings);
     }
@@ -301,6 +312,9 @@ fn start(
         engine.allow_for_session(rule).map_err(CliError::failure)?;
     }
     let store = open_trace()?;
+    if !settings.trust.ignored.is_empty() {
+        let _ = store.record_agent_event(&session, "settings_ignored", &ignored_event(&settings));
+    }
     let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
@@ -425,12 +439,12 @@ fn start(
 
 /// Who decides about a host the allowlist does not name, during an interactive run: the policy
 /// engine first (a `WebFetch(domain:…)` deny refuses it), then the person at the terminal —
-/// once, for the session, or always (the rule written to `.warden/settings.local.toml`).
+/// once, for the session, or always (the rule remembered in warden's own `remembered.toml`).
 fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
     use warden_agent::{Answer, Approver as _, Question};
     use warden_netproxy::Answer as NetAnswer;
     let engine = engine.clone();
-    let root = settings.project_root.clone();
+    let settings = settings.clone();
     std::sync::Arc::new(move |host: &str, port: u16| {
         let url = format!("https://{host}:{port}/");
         let verdict = engine.check(&warden_policy::Action::Fetch(url));
@@ -455,11 +469,21 @@ fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
             Answer::Once => NetAnswer::Once,
             Answer::Session => NetAnswer::Session,
             Answer::Always => {
-                let _ = warden_config::remember_rule(&root, warden_config::RuleList::Allow, &rule);
+                let _ = settings.remember(warden_config::RuleList::Allow, &rule);
                 NetAnswer::Always
             }
             Answer::Deny(_) => NetAnswer::Deny,
         }
+    })
+}
+
+/// The trace's record of what the project's files could not set.
+pub(super) fn ignored_event(settings: &Settings) -> serde_json::Value {
+    json!({
+        "projectRoot": settings.project_root,
+        "trusted": settings.trust.trusted,
+        "basis": settings.trust.basis,
+        "ignored": settings.trust.ignored,
     })
 }
 

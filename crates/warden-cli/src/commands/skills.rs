@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use warden_config::Settings;
 use warden_skills::{Problem, Registry, Severity, Skill};
 
-use super::{load_settings, open_trace, print_json};
+use super::{load_for_inspection, open_trace, print_json};
 use crate::args::SkillsCommand;
 use crate::{CliError, Exit};
 
@@ -36,7 +36,7 @@ pub(super) fn run(dir: Option<PathBuf>, command: &SkillsCommand) -> Result<Exit,
     if let SkillsCommand::Validate { dir: skill, json } = command {
         return validate(skill, *json);
     }
-    let settings = load_settings(dir)?;
+    let settings = load_for_inspection(dir)?;
     let registry = registry(&settings).ok_or_else(|| {
         CliError::usage(anyhow!("skills are turned off ([skills] enabled = false)"))
     })?;

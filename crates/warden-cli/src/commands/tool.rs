@@ -45,6 +45,15 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
     } else {
         Some(open_trace()?)
     };
+    if let Some(store) = &store
+        && !settings.trust.ignored.is_empty()
+    {
+        let _ = store.record_agent_event(
+            &session,
+            "settings_ignored",
+            &super::run::ignored_event(&settings),
+        );
+    }
     let policy = Engine::from_settings(&settings).map_err(CliError::usage)?;
     let on_ask = if args.on_ask == "allow" {
         OnAsk::Allow

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{deref, json_schema};
 use crate::settings::Settings;
+use crate::trust::{KeyInfo, KeyTrust};
 
 const INTRO: &str = "\
 # Settings reference
@@ -20,9 +21,21 @@ warden reads its settings from these layers, highest priority first; missing fil
 1. **managed**: `/etc/warden/managed.toml`, set by the organisation. The only layer that may \
 contain `[org]`.
 2. **command line**: flags given to `warden`.
-3. **local**: `<project root>/.warden/settings.local.toml`, personal, not committed.
-4. **project**: `<project root>/.warden/settings.toml`, shared with the project.
-5. **user**: `$XDG_CONFIG_HOME/warden/settings.toml` (`~/.config/warden/settings.toml`).
+3. **remembered**: rules remembered from \"always\" answers, kept per project in warden's own \
+`remembered.toml` in the user's data directory (`$WARDEN_HOME`, else \
+`$XDG_DATA_HOME/warden`, else `~/.local/share/warden`).
+4. **local**: `<project root>/.warden/settings.local.toml`.
+5. **project**: `<project root>/.warden/settings.toml`.
+6. **user**: `$XDG_CONFIG_HOME/warden/settings.toml` (`~/.config/warden/settings.toml`).
+
+The two files in the project (**local** and **project**) come with the repository, so they are \
+the repository's, not the user's: until the user trusts the project (`warden trust`, \
+`trusted_projects`, or `--trust-project` for one command), each of their keys does only what \
+the column *Untrusted project* says. **may set**: honoured. **may only tighten**: honoured \
+where it narrows what the other layers give, in the way named. **ignored when untrusted**: \
+set aside, and reported on standard error and in the trace with its file and line. **never**: \
+not honoured from a project's files even when trusted. What trust means and how it ends: \
+`docs/security-model.md`.
 
 The project root is the nearest ancestor of the working directory (itself included) holding a \
 `.warden/` directory or a `.git` entry, else the working directory.
@@ -42,12 +55,57 @@ pub fn settings_markdown() -> String {
     let root = json_schema();
     let defaults = serde_json::to_value(Settings::defaults(PathBuf::new())).unwrap_or_default();
     let mut out = INTRO.to_owned();
-    walk(&root, &root, &[], Some(&defaults), &mut out);
+    let trust = crate::trust::key_trust();
+    walk(&root, &root, &[], Some(&defaults), &trust, &mut out);
+    out
+}
+
+/// What an untrusted project may do with `key`: its own rule, else its nearest table's.
+fn untrusted(trust: &[KeyInfo], key: &str) -> &'static str {
+    let mut key = key;
+    loop {
+        if let Some(info) = trust.iter().find(|k| k.key == key) {
+            return info.trust.describe();
+        }
+        match key.rfind('.') {
+            Some(at) => key = &key[..at],
+            None => return "—",
+        }
+    }
+}
+
+/// The table of `docs/security-model.md`: every key a project may not simply set, and what an
+/// untrusted project's value of it does.
+pub fn trust_markdown() -> String {
+    let mut out = String::from("| Key | What it is | From an untrusted project |\n|---|---|---|\n");
+    for info in crate::trust::key_trust() {
+        if matches!(info.trust, KeyTrust::MaySet | KeyTrust::Table) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} |",
+            info.key,
+            info.what,
+            info.trust.describe()
+        );
+    }
+    out.push_str(
+        "\nEverything else (`[context]`, the glob and grep tools' `exclude`, `skills.index_percent` \
+         and `skills.auto_load_score`) a project may set.\n",
+    );
     out
 }
 
 /// Emit the section for the table `schema` at `path`, then its sub-tables.
-fn walk(root: &Value, schema: &Value, path: &[String], defaults: Option<&Value>, out: &mut String) {
+fn walk(
+    root: &Value,
+    schema: &Value,
+    path: &[String],
+    defaults: Option<&Value>,
+    trust: &[KeyInfo],
+    out: &mut String,
+) {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return;
     };
@@ -67,38 +125,37 @@ fn walk(root: &Value, schema: &Value, path: &[String], defaults: Option<&Value>,
             child.push("<name>".to_owned());
             tables.push((child, entry, None));
         } else {
-            rows.push(row(root, path, key, property, child_defaults));
+            let dotted = child.join(".");
+            let untrusted = untrusted(trust, &dotted);
+            rows.push(row(root, key, property, child_defaults, untrusted));
         }
     }
-    if !path.is_empty() {
+    if path.is_empty() {
+        out.push_str("\n## Top level\n");
+    } else {
         let _ = write!(out, "\n## `[{}]`\n\n", path.join("."));
         out.push_str(&table_description(schema));
         out.push('\n');
     }
     if !rows.is_empty() {
-        out.push_str("\n| Key | Type | Default | Layers | Description |\n");
+        out.push_str("\n| Key | Type | Default | Untrusted project | Description |\n");
         out.push_str("|---|---|---|---|---|\n");
         for row in rows {
             out.push_str(&row);
         }
     }
     for (child, table, child_defaults) in tables {
-        walk(root, table, &child, child_defaults, out);
+        walk(root, table, &child, child_defaults, trust, out);
     }
 }
 
 fn row(
     root: &Value,
-    path: &[String],
     key: &str,
     property: &Value,
     default: Option<&Value>,
+    untrusted: &str,
 ) -> String {
-    let layers = if path.first().is_some_and(|table| table == "org") {
-        "managed only"
-    } else {
-        "all"
-    };
     let description = property
         .get("description")
         .and_then(Value::as_str)
@@ -110,7 +167,7 @@ fn row(
     };
     let default = default.map_or_else(|| "—".to_owned(), render_default);
     format!(
-        "| `{key}` | {} | {default} | {layers} | {description} |\n",
+        "| `{key}` | {} | {default} | {untrusted} | {description} |\n",
         type_name(root, property)
     )
 }
@@ -218,9 +275,12 @@ mod tests {
         ] {
             assert!(markdown.contains(&format!("## `[{table}]`")), "{table}");
         }
-        assert!(markdown.contains("| `timeout_seconds` | integer | `120` | all |"));
+        assert!(markdown.contains(
+            "| `timeout_seconds` | integer | `120` | may only tighten: a lower value than yours |"
+        ));
         assert!(markdown.contains("| `mode` | one of `plan`, `default`, `accept-edits`"));
-        assert!(markdown.contains("| `max_cpu` | number | `4.0` | managed only |"));
-        assert!(markdown.contains("| `set` | table of string | `{}` | all |"));
+        assert!(markdown.contains("| `max_cpu` | number | `4.0` | never (managed file only) |"));
+        assert!(markdown.contains("| `set` | table of string | `{}` | ignored when untrusted |"));
+        assert!(markdown.contains("| `trusted_projects` | array of string | `[]` | never"));
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::raw::RawSettings;
 
-pub use markdown::settings_markdown;
+pub use markdown::{settings_markdown, trust_markdown};
 
 /// The JSON schema of one settings file ([`RawSettings`]), object keys sorted so the output
 /// does not depend on `serde_json` features enabled elsewhere in the build.
@@ -28,7 +28,7 @@ fn sorted(value: Value) -> Value {
 }
 
 /// Follow a `$ref` into `$defs`, and unwrap `Option`'s `anyOf [T, null]`.
-fn deref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+pub(crate) fn deref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     if let Some(variants) = schema.get("anyOf").and_then(Value::as_array) {
         let mut non_null = variants
             .iter()
@@ -76,6 +76,25 @@ mod tests {
                 committed == generated,
                 "docs/{name} is stale: run `WARDEN_BLESS=1 cargo test -p warden-config` \
                  to regenerate it"
+            );
+        }
+        // The table of docs/security-model.md, between its markers.
+        let path = docs_dir().join("security-model.md");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let (start, end) = ("<!-- trust-table:start -->\n", "<!-- trust-table:end -->");
+        let (Some(a), Some(b)) = (text.find(start), text.find(end)) else {
+            panic!("docs/security-model.md has no {start} … {end} block");
+        };
+        let block = &text[a + start.len()..b];
+        let generated = trust_markdown();
+        if bless {
+            let new = format!("{}{generated}{}", &text[..a + start.len()], &text[b..]);
+            std::fs::write(&path, new).unwrap();
+        } else {
+            assert!(
+                block == generated,
+                "the trust table of docs/security-model.md is stale: run \
+                 `WARDEN_BLESS=1 cargo test -p warden-config` to regenerate it"
             );
         }
     }

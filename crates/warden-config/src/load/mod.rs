@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{ConfigError, line_column};
 use crate::raw::RawSettings;
-use crate::resolve::{Origin, Place, resolve};
-use crate::settings::{Layer, Settings, SettingsSource};
+use crate::resolve::{Extras, Origin, Place, resolve};
+use crate::settings::{Layer, Settings, SettingsSource, WardenDirs};
+use crate::trust::{ProjectFile, TrustInputs, gate_project};
 
 /// Where the organisation's managed settings live.
 pub const MANAGED_PATH: &str = "/etc/warden/managed.toml";
@@ -27,6 +28,18 @@ pub struct LoadOptions {
     /// The directory holding the user's `settings.toml`; `None` skips the user layer.
     /// Default `$XDG_CONFIG_HOME/warden`, else `$HOME/.config/warden`.
     pub user_config_dir: Option<PathBuf>,
+    /// The user's data directory, holding the trust records and the remembered rules; `None`
+    /// reads neither. Default [`data_dir`](crate::data_dir).
+    pub data_dir: Option<PathBuf>,
+    /// The home directory, for `~/` in `trusted_projects` and the home-workspace check.
+    /// Default `$HOME`.
+    pub home: Option<PathBuf>,
+    /// Trust the project for this load (`--trust-project`). Default `false`.
+    pub trust_project: bool,
+    /// Accept a project root that is the home directory, `/` or an ancestor of the home
+    /// directory, which would make all of it the writable workspace
+    /// (`--allow-home-workspace`). Default `false`.
+    pub allow_home_workspace: bool,
 }
 
 impl LoadOptions {
@@ -37,6 +50,12 @@ impl LoadOptions {
             cli: RawSettings::default(),
             managed_path: PathBuf::from(MANAGED_PATH),
             user_config_dir: user_config_dir(),
+            data_dir: crate::state::data_dir(),
+            home: env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            trust_project: false,
+            allow_home_workspace: false,
         }
     }
 }
@@ -52,10 +71,13 @@ pub fn user_config_dir() -> Option<PathBuf> {
         .map(|dir| dir.join("warden"))
 }
 
-/// Read every settings layer for `opts.cwd`, merge them and resolve the result.
+/// Read every settings layer for `opts.cwd`, gate the project's own files by the project's
+/// trust, merge the layers and resolve the result.
 ///
 /// Missing files are skipped; unreadable or malformed ones, unknown keys, `[org]` outside the
-/// managed file and invalid values are errors.
+/// managed file (in the user's settings or on the command line) and invalid values are errors.
+/// What a project's file may not set is not an error: it is set aside and listed in
+/// [`Settings::trust`].
 pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
     let cwd_error = |source| ConfigError::WorkingDirectory {
         path: opts.cwd.clone(),
@@ -69,53 +91,180 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
         )));
     }
     let project_root = project_root(&cwd);
-    let dot_warden = project_root.join(".warden");
-    let files = [
-        (Layer::Managed, Some(opts.managed_path.clone())),
-        (Layer::Local, Some(dot_warden.join("settings.local.toml"))),
-        (Layer::Project, Some(dot_warden.join("settings.toml"))),
-        (
-            Layer::User,
-            opts.user_config_dir
-                .as_ref()
-                .map(|dir| dir.join("settings.toml")),
-        ),
-    ];
+    let home = opts.home.as_deref().map(real_home);
+    if !opts.allow_home_workspace {
+        check_workspace(&project_root, home.as_deref())?;
+    }
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let own = read_own(opts, &project_root, &mut seen)?;
+    let files = read_project(&project_root.join(".warden"), &mut seen)?;
 
-    let mut layers = Vec::new();
-    let mut sources: Vec<SettingsSource> = Vec::new();
-    for (layer, path) in files {
-        if layer == Layer::Local {
-            if opts.cli.org.is_some() {
-                return Err(org_outside_managed("command line".to_owned(), opts));
-            }
-            layers.push((Origin::CommandLine, opts.cli.clone()));
+    let mut base_layers = own.above.clone();
+    if let Some((path, raw)) = &own.user {
+        base_layers.push((Origin::File(path.clone()), raw.clone()));
+    }
+    let place = |sources: Vec<SettingsSource>| Place {
+        project_root: project_root.clone(),
+        cwd: cwd.clone(),
+        sources,
+    };
+    let base = resolve(&base_layers, place(Vec::new()), Extras::default())?;
+    let inputs = TrustInputs {
+        command_line: opts.trust_project,
+        data_dir: opts.data_dir.as_deref(),
+        home: home.as_deref(),
+        patterns: own.patterns,
+    };
+    let gated = gate_project(&project_root, files, &base, &inputs)?;
+
+    let (mut layers, mut sources) = (own.above, own.sources);
+    for (layer, path, raw) in gated.layers {
+        sources.push(SettingsSource {
+            layer,
+            path: path.clone(),
+        });
+        layers.push((Origin::File(path), raw));
+    }
+    if let Some((path, raw)) = own.user {
+        sources.push(SettingsSource {
+            layer: Layer::User,
+            path: path.clone(),
+        });
+        layers.push((Origin::File(path), raw));
+    }
+    let extras = Extras {
+        trust: Some(gated.trust),
+        asks: gated.asks,
+        risk_floors: gated.risk_floors,
+        dirs: WardenDirs {
+            config_dir: opts.user_config_dir.clone(),
+            data_dir: opts.data_dir.clone(),
+        },
+    };
+    resolve(&layers, place(sources), extras)
+}
+
+/// The user's own layers: those above the project's files (managed, command line, remembered)
+/// with their sources, the user's file below them, and the `trusted_projects` they hold.
+struct OwnLayers {
+    above: Vec<(Origin, RawSettings)>,
+    sources: Vec<SettingsSource>,
+    user: Option<(PathBuf, RawSettings)>,
+    patterns: Vec<(String, PathBuf)>,
+}
+
+fn read_own(
+    opts: &LoadOptions,
+    project_root: &Path,
+    seen: &mut Vec<PathBuf>,
+) -> Result<OwnLayers, ConfigError> {
+    if opts.cli.org.is_some() {
+        return Err(org_outside_managed("command line".to_owned(), opts));
+    }
+    let mut own = OwnLayers {
+        above: Vec::new(),
+        sources: Vec::new(),
+        user: None,
+        patterns: Vec::new(),
+    };
+    if let Some((path, _, raw)) = read_layer(&opts.managed_path, seen)? {
+        collect_patterns(&raw, &path, &mut own.patterns);
+        own.sources.push(SettingsSource {
+            layer: Layer::Managed,
+            path: path.clone(),
+        });
+        own.above.push((Origin::File(path), raw));
+    }
+    own.above.push((Origin::CommandLine, opts.cli.clone()));
+    if let Some(data_dir) = &opts.data_dir {
+        let remembered = crate::remember::remembered(data_dir, project_root)?;
+        if !remembered.is_empty() {
+            let path = crate::remember::remembered_path(data_dir);
+            own.sources.push(SettingsSource {
+                layer: Layer::Remembered,
+                path: path.clone(),
+            });
+            own.above.push((Origin::File(path), remembered.layer()));
         }
-        let Some(path) = path else { continue };
-        // The same file reached twice (say, a project root inside the config dir) counts once.
-        if sources.iter().any(|source| source.path == path) {
-            continue;
-        }
-        let Some(text) = read_if_present(&path)? else {
-            continue;
-        };
-        let raw = parse_str(&text, &path)?;
-        if layer != Layer::Managed && raw.org.is_some() {
+    }
+    let user_path = opts
+        .user_config_dir
+        .as_ref()
+        .map(|d| d.join("settings.toml"));
+    if let Some(path) = &user_path
+        && let Some((path, text, raw)) = read_layer(path, seen)?
+    {
+        if raw.org.is_some() {
             let line = org_line(&text);
             let origin = crate::error::location(&path, line, line.map(|_| 1));
             return Err(org_outside_managed(origin, opts));
         }
-        user_or_managed_only(layer, &raw, &text, &path)?;
-        layers.push((Origin::File(path.clone()), raw));
-        sources.push(SettingsSource { layer, path });
+        collect_patterns(&raw, &path, &mut own.patterns);
+        own.user = Some((path, raw));
     }
+    Ok(own)
+}
 
-    let place = Place {
-        project_root,
-        cwd,
-        sources,
+/// The project's own files in `dot_warden`, local first.
+fn read_project(
+    dot_warden: &Path,
+    seen: &mut Vec<PathBuf>,
+) -> Result<Vec<ProjectFile>, ConfigError> {
+    let mut files = Vec::new();
+    for (layer, name) in [
+        (Layer::Local, "settings.local.toml"),
+        (Layer::Project, "settings.toml"),
+    ] {
+        if let Some((path, text, raw)) = read_layer(&dot_warden.join(name), seen)? {
+            files.push(ProjectFile {
+                layer,
+                path,
+                text,
+                raw,
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// The home directory as the project root would be spelled: canonical where it exists.
+fn real_home(home: &Path) -> PathBuf {
+    home.canonicalize().unwrap_or_else(|_| home.to_path_buf())
+}
+
+/// A project root that is `/`, the home directory or one of its ancestors would make all of it
+/// the writable workspace.
+fn check_workspace(root: &Path, home: Option<&Path>) -> Result<(), ConfigError> {
+    let is_home = home.is_some_and(|home| home.starts_with(root));
+    if root.parent().is_none() || is_home {
+        return Err(ConfigError::HomeWorkspace {
+            root: root.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+fn collect_patterns(raw: &RawSettings, path: &Path, out: &mut Vec<(String, PathBuf)>) {
+    for pattern in raw.trusted_projects.iter().flatten() {
+        out.push((pattern.clone(), path.to_path_buf()));
+    }
+}
+
+/// Reads and parses the settings file at `path`, unless it is missing or was read already as
+/// a higher layer (the same file reached twice counts once, as the first).
+fn read_layer(
+    path: &Path,
+    seen: &mut Vec<PathBuf>,
+) -> Result<Option<(PathBuf, String, RawSettings)>, ConfigError> {
+    if seen.iter().any(|p| p == path) {
+        return Ok(None);
+    }
+    seen.push(path.to_path_buf());
+    let Some(text) = read_if_present(path)? else {
+        return Ok(None);
     };
-    resolve(&layers, place)
+    let raw = parse_str(&text, path)?;
+    Ok(Some((path.to_path_buf(), text, raw)))
 }
 
 fn org_outside_managed(origin: String, opts: &LoadOptions) -> ConfigError {
@@ -194,59 +343,5 @@ pub fn parse_str(text: &str, origin: &Path) -> Result<RawSettings, ConfigError> 
             },
             message: inner.message().trim_end().to_owned(),
         }
-    })
-}
-
-/// What only the user's settings and the managed file may set: a project's own files would
-/// trust its own skills, choose which file credentials are read from, or where runs'
-/// directories are made and removed.
-fn user_or_managed_only(
-    layer: Layer,
-    raw: &RawSettings,
-    text: &str,
-    path: &Path,
-) -> Result<(), ConfigError> {
-    if !matches!(layer, Layer::Project | Layer::Local) {
-        return Ok(());
-    }
-    let skills = raw
-        .skills
-        .as_ref()
-        .filter(|s| s.trusted_roots.is_some())
-        .map(|_| {
-            (
-                "skills.trusted_roots",
-                "trusted_roots",
-                "the project's own files cannot make its skills trusted",
-            )
-        });
-    let manifest = raw.manifest.as_ref().and_then(|m| {
-        if m.credentials_file.is_some() {
-            Some((
-                "manifest.credentials_file",
-                "credentials_file",
-                "a project cannot choose which file warden reads credentials from",
-            ))
-        } else if m.runs_dir.is_some() {
-            Some((
-                "manifest.runs_dir",
-                "runs_dir",
-                "a project cannot choose where warden makes and removes runs' directories",
-            ))
-        } else {
-            None
-        }
-    });
-    let Some((key, name, why)) = skills.or(manifest) else {
-        return Ok(());
-    };
-    let line = text
-        .lines()
-        .position(|l| l.trim_start().starts_with(name))
-        .map(|i| i + 1);
-    Err(ConfigError::Value {
-        origin: crate::error::location(path, line, line.map(|_| 1)),
-        key: key.to_owned(),
-        message: format!("may only be set in the user's settings or the managed file: {why}"),
     })
 }

@@ -4,7 +4,7 @@ use tempfile::TempDir;
 
 use super::*;
 use crate::raw::RawPermissions;
-use crate::settings::{PermissionMode, ProviderKind};
+use crate::settings::{PermissionMode, ProviderKind, WardenDirs};
 
 /// A temporary machine: managed file, user config dir and a project with `.warden/`.
 struct Fixture {
@@ -12,6 +12,8 @@ struct Fixture {
     root: PathBuf,
     managed: PathBuf,
     user_dir: PathBuf,
+    data_dir: PathBuf,
+    home: PathBuf,
 }
 
 impl Fixture {
@@ -24,6 +26,8 @@ impl Fixture {
             _dir: dir,
             managed: base.join("etc/managed.toml"),
             user_dir: base.join("config/warden"),
+            data_dir: base.join("data/warden"),
+            home: base.join("home"),
             root,
         }
     }
@@ -34,7 +38,7 @@ impl Fixture {
             Layer::Local => self.root.join(".warden/settings.local.toml"),
             Layer::Project => self.root.join(".warden/settings.toml"),
             Layer::User => self.user_dir.join("settings.toml"),
-            Layer::CommandLine => unreachable!("the command line is not a file"),
+            Layer::CommandLine | Layer::Remembered => unreachable!("not a settings file"),
         }
     }
 
@@ -45,17 +49,34 @@ impl Fixture {
         path
     }
 
+    /// Options with the project trusted: the layers merge as they are.
     fn options(&self) -> LoadOptions {
+        LoadOptions {
+            trust_project: true,
+            ..self.untrusted()
+        }
+    }
+
+    /// Options with the project not trusted (nothing recorded, no flag).
+    fn untrusted(&self) -> LoadOptions {
         LoadOptions {
             cwd: self.root.clone(),
             cli: RawSettings::default(),
             managed_path: self.managed.clone(),
             user_config_dir: Some(self.user_dir.clone()),
+            data_dir: Some(self.data_dir.clone()),
+            home: Some(self.home.clone()),
+            trust_project: false,
+            allow_home_workspace: false,
         }
     }
 
     fn load(&self) -> Result<Settings, ConfigError> {
         load(&self.options())
+    }
+
+    fn untrusted_load(&self) -> Result<Settings, ConfigError> {
+        load(&self.untrusted())
     }
 }
 
@@ -167,9 +188,14 @@ fn nested_tables_merge_key_by_key() {
 #[test]
 fn missing_files_are_skipped_and_give_the_defaults() {
     let fx = Fixture::new();
-    let settings = fx.load().unwrap();
+    let settings = fx.untrusted_load().unwrap();
     assert!(settings.sources.is_empty());
-    assert_eq!(settings, Settings::defaults(fx.root.clone()));
+    let mut defaults = Settings::defaults(fx.root.clone());
+    defaults.dirs = WardenDirs {
+        config_dir: Some(fx.user_dir.clone()),
+        data_dir: Some(fx.data_dir.clone()),
+    };
+    assert_eq!(settings, defaults);
 }
 
 #[test]
@@ -281,28 +307,42 @@ fn unknown_key_is_an_error_naming_the_key() {
 
 #[test]
 fn org_table_outside_the_managed_file_is_refused() {
-    for layer in [Layer::Local, Layer::Project, Layer::User] {
-        let fx = Fixture::new();
-        let path = fx.write(
-            layer,
-            "[skills]\nenabled = true\n\n[org]\nrequire_sandbox = false\n",
-        );
-        let err = fx.load().unwrap_err();
-        assert!(
-            matches!(err, ConfigError::OrgOutsideManaged { .. }),
-            "{err}"
-        );
-        assert!(
-            err.to_string()
-                .starts_with(&format!("{}:4:1: org:", path.display())),
-            "{err}"
-        );
-    }
     let fx = Fixture::new();
+    let path = fx.write(
+        Layer::User,
+        "[skills]\nenabled = true\n\n[org]\nrequire_sandbox = false\n",
+    );
+    let err = fx.load().unwrap_err();
+    assert!(
+        matches!(err, ConfigError::OrgOutsideManaged { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:4:1: org:", path.display())),
+        "{err}"
+    );
     let mut opts = fx.options();
     opts.cli = cli("org.require_sandbox = true\n");
     let err = load(&opts).unwrap_err().to_string();
     assert!(err.starts_with("command line: org:"), "{err}");
+}
+
+#[test]
+fn org_table_in_a_project_file_is_set_aside_even_when_trusted() {
+    for layer in [Layer::Local, Layer::Project] {
+        let fx = Fixture::new();
+        let path = fx.write(
+            layer,
+            "[skills]\nenabled = true\n\n[org]\ndisable_bypass_mode = true\n",
+        );
+        let settings = fx.load().unwrap();
+        assert!(!settings.org.disable_bypass_mode);
+        let ignored = &settings.trust.ignored;
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert_eq!((&ignored[0].file, ignored[0].line), (&path, Some(5)));
+        assert_eq!(ignored[0].key, "org.disable_bypass_mode");
+    }
 }
 
 #[test]
@@ -359,10 +399,19 @@ fn a_project_cannot_trust_its_own_skills() {
             layer,
             "[skills]\nroots = [\"s\"]\ntrusted_roots = [\"s\"]\n",
         );
-        let err = fx.load().unwrap_err().to_string();
-        assert!(
-            err.starts_with(&format!("{}:3:1: skills.trusted_roots:", path.display())),
-            "{err}"
+        // Not even a trusted project.
+        let settings = fx.load().unwrap();
+        assert!(settings.skills.trusted_roots.is_empty());
+        assert_eq!(settings.skills.roots, ["s"]);
+        let ignored = &settings.trust.ignored;
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert_eq!(
+            ignored[0].to_string(),
+            format!(
+                "{}:3: skills.trusted_roots = s (a skill directory loaded without approval): \
+                 not applied: only the user's settings and the managed file may set it",
+                path.display()
+            )
         );
     }
     for layer in [Layer::User, Layer::Managed] {
@@ -374,20 +423,30 @@ fn a_project_cannot_trust_its_own_skills() {
 }
 
 #[test]
-fn a_project_cannot_name_the_credentials_file() {
+fn a_project_cannot_name_the_credentials_file_or_the_runs_dir() {
     for layer in [Layer::Local, Layer::Project] {
         let fx = Fixture::new();
         let path = fx.write(
             layer,
-            "[manifest]\nlease_seconds = 5\ncredentials_file = \"/home/u/.ssh/id_rsa\"\n",
+            "[manifest]\nlease_seconds = 5\ncredentials_file = \"/home/u/.ssh/id_rsa\"\n\
+             runs_dir = \"/home/u\"\n",
         );
-        let err = fx.load().unwrap_err().to_string();
-        assert!(
-            err.starts_with(&format!(
-                "{}:3:1: manifest.credentials_file:",
-                path.display()
-            )),
-            "{err}"
+        let settings = fx.load().unwrap();
+        assert_eq!(settings.manifest.credentials_file, None);
+        assert_eq!(settings.manifest.runs_dir, None);
+        assert_eq!(settings.manifest.lease_seconds, 5);
+        let at: Vec<_> = settings
+            .trust
+            .ignored
+            .iter()
+            .map(|i| (i.key.as_str(), i.line, &i.file))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                ("manifest.credentials_file", Some(3), &path),
+                ("manifest.runs_dir", Some(4), &path)
+            ]
         );
     }
     for layer in [Layer::User, Layer::Managed] {
@@ -403,11 +462,4 @@ fn a_project_cannot_name_the_credentials_file() {
         );
         assert_eq!(settings.manifest.lease_seconds, 30);
     }
-    let fx = Fixture::new();
-    let path = fx.write(Layer::Project, "[manifest]\nruns_dir = \"/home/u\"\n");
-    let err = fx.load().unwrap_err().to_string();
-    assert!(
-        err.starts_with(&format!("{}:2:1: manifest.runs_dir:", path.display())),
-        "{err}"
-    );
 }

@@ -27,6 +27,11 @@ pub use tables::{
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 #[schemars(title = "warden settings")]
 pub struct RawSettings {
+    /// Projects whose own settings files are honoured in full without `warden trust`, as
+    /// absolute paths or `~/…`, where `*` matches any run of characters (`/` included:
+    /// `~/src/*` trusts every project below `~/src`). Only the user's settings and the managed
+    /// file may set this. Default empty.
+    pub trusted_projects: Option<Vec<String>>,
     /// Permission mode and the allow, ask and deny rules of the policy engine.
     pub permissions: Option<RawPermissions>,
     /// How commands are confined: backend, profile, filesystem, network, limits, environment.
@@ -48,6 +53,7 @@ pub struct RawSettings {
 }
 
 merge_struct!(RawSettings {
+    trusted_projects,
     permissions,
     sandbox,
     tools,

@@ -19,9 +19,10 @@ use crate::raw::{
 };
 use crate::settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
-    Permissions, Price, Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
-    SandboxNetwork, Settings, SettingsSource, Skills, Tools, WriteTool,
+    Permissions, Price, Provider, ReadTool, RiskName, Sandbox, SandboxEnv, SandboxFilesystem,
+    SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
 };
+use crate::trust::ProjectTrust;
 
 pub(crate) use validate::Blame;
 
@@ -48,23 +49,40 @@ pub(crate) struct Place {
     pub(crate) sources: Vec<SettingsSource>,
 }
 
+/// What a load adds beside the merged layers: the project's trust, and what of an untrusted
+/// project's files only tightens.
+#[derive(Default)]
+pub(crate) struct Extras {
+    pub(crate) trust: Option<ProjectTrust>,
+    pub(crate) asks: Vec<String>,
+    pub(crate) risk_floors: BTreeMap<String, RiskName>,
+    pub(crate) dirs: WardenDirs,
+}
+
 /// Merge `layers` (highest priority first), fill in defaults and validate.
 pub(crate) fn resolve(
     layers: &[(Origin, RawSettings)],
     place: Place,
+    extras: Extras,
 ) -> Result<Settings, ConfigError> {
     let mut merged = RawSettings::default();
     for (_, raw) in layers {
         merged.merge(raw.clone());
     }
     let blame = Blame::new(layers);
-    let settings = build(merged, place, &blame)?;
+    let settings = build(merged, place, extras, &blame)?;
     validate::validate(&settings, &blame)?;
     Ok(settings)
 }
 
-fn build(raw: RawSettings, place: Place, blame: &Blame<'_>) -> Result<Settings, ConfigError> {
+fn build(
+    raw: RawSettings,
+    place: Place,
+    extras: Extras,
+    blame: &Blame<'_>,
+) -> Result<Settings, ConfigError> {
     let RawSettings {
+        trusted_projects,
         permissions,
         sandbox,
         tools,
@@ -80,11 +98,23 @@ fn build(raw: RawSettings, place: Place, blame: &Blame<'_>) -> Result<Settings, 
         cwd,
         sources,
     } = place;
+    let Extras {
+        trust,
+        asks,
+        risk_floors,
+        dirs,
+    } = extras;
+    let mut permissions = build_permissions(permissions.unwrap_or_default());
+    permissions.project_ask = dedup(asks);
+    permissions.project_risk = risk_floors;
     Ok(Settings {
         project_root,
         cwd,
         sources,
-        permissions: build_permissions(permissions.unwrap_or_default()),
+        trust: trust.unwrap_or_else(ProjectTrust::none),
+        dirs,
+        trusted_projects: list(trusted_projects),
+        permissions,
         sandbox: build_sandbox(sandbox.unwrap_or_default()),
         tools: build_tools(tools.unwrap_or_default()),
         model: build_model(model.unwrap_or_default(), blame)?,
@@ -122,6 +152,8 @@ fn build_permissions(raw: RawPermissions) -> Permissions {
         deny: list(deny),
         protected_paths: list(protected_paths),
         risk: risk.unwrap_or_default(),
+        project_ask: Vec::new(),
+        project_risk: BTreeMap::new(),
     }
 }
 

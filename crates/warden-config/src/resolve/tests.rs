@@ -21,7 +21,7 @@ fn resolve_texts(layers: &[(Option<&str>, &str)]) -> Result<Settings, ConfigErro
         cwd: PathBuf::from("/p"),
         sources: Vec::new(),
     };
-    resolve(&layers, place)
+    resolve(&layers, place, Extras::default())
 }
 
 fn error(layers: &[(Option<&str>, &str)]) -> String {

@@ -33,6 +33,13 @@ pub struct Settings {
     pub cwd: PathBuf,
     /// Settings files actually read, highest priority first.
     pub sources: Vec<SettingsSource>,
+    /// Whether the project's own settings files are honoured in full, and what they would
+    /// grant.
+    pub trust: crate::trust::ProjectTrust,
+    /// warden's own directories, which no tool or command may change.
+    pub dirs: WardenDirs,
+    /// `trusted_projects`, from the user's and the managed settings only.
+    pub trusted_projects: Vec<String>,
     /// `[permissions]`.
     pub permissions: Permissions,
     /// `[sandbox]`.
@@ -60,6 +67,9 @@ impl Settings {
             cwd: project_root.clone(),
             project_root,
             sources: Vec::new(),
+            trust: crate::trust::ProjectTrust::none(),
+            dirs: WardenDirs::default(),
+            trusted_projects: Vec::new(),
             permissions: Permissions::default(),
             sandbox: Sandbox::default(),
             tools: Tools::default(),
@@ -70,6 +80,53 @@ impl Settings {
             manifest: ManifestRuns::default(),
             org: Org::default(),
         }
+    }
+}
+
+/// warden's own directories: the user's configuration (settings, skills) and data (the trace,
+/// the trust records, the remembered rules).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct WardenDirs {
+    /// Where the user's `settings.toml` is; `None` when no user layer is read.
+    pub config_dir: Option<PathBuf>,
+    /// Where warden keeps its state; `None` when it has none (no `HOME`).
+    pub data_dir: Option<PathBuf>,
+}
+
+impl WardenDirs {
+    /// The standard locations, from the environment.
+    pub fn from_env() -> Self {
+        WardenDirs {
+            config_dir: crate::load::user_config_dir(),
+            data_dir: crate::state::data_dir(),
+        }
+    }
+
+    /// What no tool or command may write, whatever the settings allow: the user's
+    /// configuration directory, and warden's state files (the trust records, the remembered
+    /// rules, the trace).
+    pub fn protected(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.config_dir.iter().cloned().collect();
+        paths.extend(self.state_files());
+        paths
+    }
+
+    /// warden's state files in the data directory, which no tool or command may read either.
+    pub fn state_files(&self) -> Vec<PathBuf> {
+        let Some(data) = &self.data_dir else {
+            return Vec::new();
+        };
+        [
+            crate::state::TRUST_FILE,
+            crate::state::REMEMBERED_FILE,
+            "trace.db",
+            "trace.db-wal",
+            "trace.db-shm",
+        ]
+        .iter()
+        .map(|name| data.join(name))
+        .collect()
     }
 }
 
@@ -91,6 +148,8 @@ pub enum Layer {
     Managed,
     /// Command-line flags.
     CommandLine,
+    /// Rules remembered from "always" answers, in the user's data directory.
+    Remembered,
     /// `<project_root>/.warden/settings.local.toml`, personal and not committed.
     Local,
     /// `<project_root>/.warden/settings.toml`, shared with the project.
@@ -105,6 +164,7 @@ impl Layer {
         match self {
             Layer::Managed => "managed",
             Layer::CommandLine => "command_line",
+            Layer::Remembered => "remembered",
             Layer::Local => "local",
             Layer::Project => "project",
             Layer::User => "user",
@@ -190,6 +250,12 @@ pub struct Permissions {
     pub protected_paths: Vec<String>,
     /// Risk levels for programs, added to (or overriding) the built-in table. Default empty.
     pub risk: BTreeMap<String, RiskName>,
+    /// Ask rules of an untrusted project: a match asks, but never loosens what the rest of
+    /// the policy decides (a denial stays one). Default empty.
+    pub project_ask: Vec<String>,
+    /// Risk levels of an untrusted project: a floor for the program's level, never lowering
+    /// it. Default empty.
+    pub project_risk: BTreeMap<String, RiskName>,
 }
 
 /// A risk level, as settings name it: `L0` (information) to `L5` (privilege, secrets).

@@ -119,6 +119,7 @@ impl Engine {
     fn simple(&self, cmd: &SimpleCommand, cwd: &Path, trail: &mut Trail) -> Part {
         let line = cmd.line();
         let (risk, why) = risk::classify(cmd, &self.extra_risk);
+        let (risk, why) = self.risk_floor(cmd, risk, why);
         if let Some(part) = self.hard_block(cmd, &line, risk, &why, cwd, trail) {
             return part;
         }

@@ -2,6 +2,7 @@
 
 mod bash;
 mod narrow;
+mod project;
 mod tools;
 
 pub use narrow::Narrowing;
@@ -69,7 +70,7 @@ impl Action {
         }
     }
 
-    fn target(&self) -> &str {
+    pub(crate) fn target(&self) -> &str {
         match self {
             Self::Bash(t)
             | Self::Read(t)
@@ -164,6 +165,10 @@ pub struct Engine {
     network_off: bool,
     /// Risk levels the settings add to the built-in table.
     extra_risk: Vec<(String, RiskLevel)>,
+    /// An untrusted project's ask rules, which only tighten.
+    project_asks: Vec<Rule>,
+    /// An untrusted project's risk levels, floors under a program's own.
+    risk_floors: Vec<(String, RiskLevel)>,
     /// What active skills let through.
     narrowings: Vec<Narrowing>,
 }
@@ -224,15 +229,28 @@ impl Engine {
                 rules.push(rule);
             }
         }
+        let mut project_asks = Vec::new();
+        for text in &perms.project_ask {
+            let rule = Rule::parse(text, RuleKind::Ask, &anchors)
+                .map_err(|source| PolicyError::rule(settings, RuleKind::Ask, source))?;
+            project_asks.push(rule);
+        }
         let fs = &settings.sandbox.filesystem;
         let mut read_protected = perms.protected_paths.clone();
         read_protected.extend(fs.deny_read.iter().cloned());
         read_protected.extend(settings.tools.read.deny.iter().cloned());
+        // warden's own files: the trust records, the remembered rules, the trace, the user's
+        // configuration. Whatever the settings allow, no tool changes them.
+        let own =
+            |paths: Vec<PathBuf>| paths.iter().map(|p| literal_pattern(p)).collect::<Vec<_>>();
+        read_protected.extend(own(settings.dirs.state_files()));
+        let mut write_protected = fs.deny_write.clone();
+        write_protected.extend(own(settings.dirs.protected()));
         let protection = Protection::new(
             &anchors.project_root,
             &anchors.home,
             &read_protected,
-            &fs.deny_write,
+            &write_protected,
         )
         .map_err(PolicyError::Pattern)?;
         let expand =
@@ -279,6 +297,12 @@ impl Engine {
             network_off: settings.sandbox.network.mode == "off",
             extra_risk: perms
                 .risk
+                .iter()
+                .map(|(name, level)| (name.clone(), risk_level(*level)))
+                .collect(),
+            project_asks,
+            risk_floors: perms
+                .project_risk
                 .iter()
                 .map(|(name, level)| (name.clone(), risk_level(*level)))
                 .collect(),
@@ -392,6 +416,7 @@ impl Engine {
                 None,
             ),
         };
+        let part = self.project_asks(action, parsed.as_deref(), part, &mut trail);
         let decision = finish(action, part, resources, rewrite, &mut trail);
         let before = decision.decision;
         let decision = self.narrow(action, parsed.as_deref(), decision);
@@ -404,6 +429,21 @@ impl Engine {
             analysis,
         }
     }
+}
+
+/// An absolute path as a protected-path pattern that matches it and nothing else.
+fn literal_pattern(path: &Path) -> String {
+    let mut out = String::from("/");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '*' | '?' | '[' | ']' | '{' | '}' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn risk_level(name: RiskName) -> RiskLevel {

@@ -1,0 +1,148 @@
+//! warden's own state files in the user's data directory (the trust records, the remembered
+//! rules): read whole, changed under a lock, written to a temporary name and renamed into
+//! place, so two wardens never lose each other's change and a crash never leaves half a file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::ConfigError;
+
+/// The trust records, in the data directory.
+pub(crate) const TRUST_FILE: &str = "trust.toml";
+/// The remembered rules, in the data directory.
+pub(crate) const REMEMBERED_FILE: &str = "remembered.toml";
+/// Held while a state file changes.
+const LOCK_FILE: &str = ".state.lock";
+
+/// The user's data directory: `$WARDEN_HOME`, else `$XDG_DATA_HOME/warden`, else
+/// `$HOME/.local/share/warden`. Empty variables count as unset, and a relative
+/// `XDG_DATA_HOME` is ignored, as the XDG base directory specification asks. The trace
+/// database lives here too.
+pub fn data_dir() -> Option<PathBuf> {
+    data_dir_from(|name| std::env::var_os(name))
+}
+
+pub(crate) fn data_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let var = |name| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(home) = var("WARDEN_HOME") {
+        return Some(home);
+    }
+    if let Some(data) = var("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
+        return Some(data.join("warden"));
+    }
+    var("HOME").map(|home| home.join(".local/share/warden"))
+}
+
+/// The state file `name` of `dir`, or its default when there is none yet.
+pub(crate) fn read<T: DeserializeOwned + Default>(
+    dir: &Path,
+    name: &str,
+) -> Result<T, ConfigError> {
+    let path = dir.join(name);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        // No directory (or a file where it should be) holds no state: nothing trusted, nothing
+        // remembered.
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(T::default());
+        }
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    toml::from_str(&text).map_err(|err| {
+        let (line, column) = err
+            .span()
+            .map(|span| crate::error::line_column(&text, span.start))
+            .map_or((None, None), |(l, c)| (Some(l), Some(c)));
+        ConfigError::Syntax {
+            path,
+            line,
+            column,
+            message: format!(
+                "{} (warden's own file: fix or remove it)",
+                err.message().trim_end()
+            ),
+        }
+    })
+}
+
+/// Changes the state file `name` of `dir` with `change`, under the lock; `header` is the
+/// comment the file starts with. Returns the file's path and what `change` returned.
+pub(crate) fn update<T, R>(
+    dir: &Path,
+    name: &str,
+    header: &str,
+    change: impl FnOnce(&mut T) -> R,
+) -> Result<(PathBuf, R), ConfigError>
+where
+    T: DeserializeOwned + Serialize + Default,
+{
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ConfigError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(write_error(&lock_path))?;
+    lock.lock().map_err(write_error(&lock_path))?;
+    let mut state: T = read(dir, name)?;
+    let out = change(&mut state);
+    let path = dir.join(name);
+    let body = toml::to_string(&state).map_err(|err| ConfigError::Write {
+        path: path.clone(),
+        source: io::Error::other(err.to_string()),
+    })?;
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&temp, format!("{header}\n{body}")).map_err(write_error(&temp))?;
+    std::fs::rename(&temp, &path).map_err(write_error(&path))?;
+    drop(lock);
+    Ok((path, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    #[test]
+    fn data_dir_follows_warden_home_then_xdg_then_home() {
+        fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        }
+        let all = [
+            ("WARDEN_HOME", "/w"),
+            ("XDG_DATA_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(data_dir_from(lookup(&all)), Some(PathBuf::from("/w")));
+        let xdg = [("WARDEN_HOME", ""), ("XDG_DATA_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(
+            data_dir_from(lookup(&xdg)),
+            Some(PathBuf::from("/x/warden"))
+        );
+        let relative = [("XDG_DATA_HOME", "rel"), ("HOME", "/h")];
+        assert_eq!(
+            data_dir_from(lookup(&relative)),
+            Some(PathBuf::from("/h/.local/share/warden"))
+        );
+        assert_eq!(data_dir_from(lookup(&[])), None);
+    }
+}
