@@ -193,16 +193,31 @@ pub(crate) fn in_a_session_with(
     answers: &[&str],
     lines: &[&str],
 ) -> Run {
+    on_a_terminal_trusting(p, env, argv, answers, lines, &[])
+}
+
+/// Like [`in_a_session_with`], typing the next of `trust` each time a run asks whether to
+/// trust the project ("no" when they run out).
+pub(crate) fn on_a_terminal_trusting(
+    p: &Project,
+    env: &[(&str, &str)],
+    argv: &[&str],
+    answers: &[&str],
+    lines: &[&str],
+    trust: &[&str],
+) -> Run {
     const HARNESS: &str = r"import os, pty, sys, json
 answers = json.loads(sys.argv[1])
 lines = json.loads(sys.argv[2])
+trust = json.loads(sys.argv[3])
 prompt = 'warden\u203a '.encode()
 pid, fd = pty.fork()
 if pid == 0:
-    os.execvp(sys.argv[3], sys.argv[3:])
+    os.execvp(sys.argv[4], sys.argv[4:])
 out = b''
 asked = 0
 typed = 0
+trusted = 0
 while True:
     try:
         data = os.read(fd, 4096)
@@ -211,6 +226,9 @@ while True:
     if not data:
         break
     out += data
+    while out.count(b'this [r]un only: ') > trusted:
+        os.write(fd, ((trust[trusted] if trusted < len(trust) else 'n') + '\n').encode())
+        trusted += 1
     while out.count(b'allow? ') > asked:
         answer = answers[asked] if asked < len(answers) else 'd'
         asked += 1
@@ -236,6 +254,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
             .arg(HARNESS)
             .arg(serde_json::to_string(answers).unwrap())
             .arg(serde_json::to_string(lines).unwrap())
+            .arg(serde_json::to_string(trust).unwrap())
             .args(argv)
             .current_dir(p.root())
             .env_clear()

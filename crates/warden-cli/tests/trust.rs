@@ -7,7 +7,9 @@ use std::path::Path;
 use serde_json::Value;
 use warden_fake_provider::{FakeProvider, openai};
 
-use crate::support::{Project, Run, events, finish, of_kind, sandbox_available};
+use crate::support::{
+    Project, Run, events, finish, of_kind, on_a_terminal_trusting, sandbox_available,
+};
 
 /// The repository's settings of the issue, with a writable target outside the workspace that
 /// is not a shell start-up file.
@@ -432,60 +434,17 @@ fn trust_shows_lists_untrusts_and_moves_the_local_rules() {
 /// `warden run` on a pseudo-terminal, typing the next of `answers` at each trust question and
 /// denying any approval.
 fn run_on_a_terminal(p: &Project, server: &FakeProvider, answers: &[&str]) -> Run {
-    const HARNESS: &str = r"import os, pty, sys, json
-answers = json.loads(sys.argv[1])
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
-out = b''
-asked = 0
-denied = 0
-while True:
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-    while out.count(b'this [r]un only: ') > asked:
-        os.write(fd, ((answers[asked] if asked < len(answers) else 'n') + '\n').encode())
-        asked += 1
-    while out.count(b'allow? ') > denied:
-        os.write(fd, b'd\n')
-        denied += 1
-    if out.endswith(b'(enter for none): '):
-        os.write(fd, b'\n')
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors='replace'))
-sys.exit(os.waitstatus_to_exitcode(status))
-";
-    let cmd = p.command();
-    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = cmd
-        .get_envs()
-        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
-        .collect();
     let base = format!("{}/v1", server.url());
-    finish(
-        &std::process::Command::new("python3")
-            .arg("-c")
-            .arg(HARNESS)
-            .arg(serde_json::to_string(answers).unwrap())
-            .args([
-                env!("CARGO_BIN_EXE_warden"),
-                "run",
-                "--model",
-                "openai/test-model",
-                "--base-url",
-                &base,
-                "say hi",
-            ])
-            .current_dir(p.root())
-            .env_clear()
-            .envs(envs)
-            .output()
-            .unwrap(),
-    )
+    let argv = [
+        env!("CARGO_BIN_EXE_warden"),
+        "run",
+        "--model",
+        "openai/test-model",
+        "--base-url",
+        &base,
+        "say hi",
+    ];
+    on_a_terminal_trusting(p, &[], &argv, &[], &[], answers)
 }
 
 fn trust_records(p: &Project) -> Value {
