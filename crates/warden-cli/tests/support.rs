@@ -196,8 +196,8 @@ pub(crate) fn in_a_session_with(
     on_a_terminal_trusting(p, env, argv, answers, lines, &[])
 }
 
-/// Like [`in_a_session_with`], typing the next of `trust` each time a run asks whether to
-/// trust the project ("no" when they run out).
+/// Like [`in_a_session_with`], typing the next of `trust` each time warden asks whether to
+/// trust the project, or another yes-or-no question ("no" when they run out).
 pub(crate) fn on_a_terminal_trusting(
     p: &Project,
     env: &[(&str, &str)],
@@ -226,7 +226,12 @@ while True:
     if not data:
         break
     out += data
-    while out.count(b'this [r]un only: ') > trusted:
+    while out.count(b'this [r]un only: ') + out.count(b'[y]es, [n]o: ') > trusted:
+        # A change made while the person decides (TEST_PROMPT_WRITE_PATH, once).
+        target = os.environ.pop('TEST_PROMPT_WRITE_PATH', None)
+        if target:
+            with open(target, 'w') as f:
+                f.write(os.environ.get('TEST_PROMPT_WRITE_TEXT', ''))
         os.write(fd, ((trust[trusted] if trusted < len(trust) else 'n') + '\n').encode())
         trusted += 1
     while out.count(b'allow? ') > asked:

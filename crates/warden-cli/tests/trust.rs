@@ -385,12 +385,21 @@ fn trust_shows_lists_untrusts_and_moves_the_local_rules() {
     );
     assert!(run.stderr.contains("pass --yes"), "{}", run.stderr);
 
+    // --yes trusts, and leaves the local file's rules where they are.
     let run = p.run(&["trust", "--yes", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.json()["trusted"], true);
-    assert_eq!(
-        run.json()["migrated"],
-        serde_json::json!(["Bash(npm test *)"])
+    assert_eq!(run.json()["migrated"], serde_json::json!([]));
+    assert!(p.remembered().is_empty());
+    assert_eq!(p.run(&["untrust"]).code, 0);
+    // On a terminal, the person is asked about both, rule by rule.
+    let argv = [env!("CARGO_BIN_EXE_warden"), "trust"];
+    let run = on_a_terminal_trusting(&p, &[], &argv, &[], &[], &["y", "y"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("    Bash(npm test *)"),
+        "{}",
+        run.stdout
     );
     let local = std::fs::read_to_string(p.root().join(".warden/settings.local.toml")).unwrap();
     assert!(
@@ -398,6 +407,7 @@ fn trust_shows_lists_untrusts_and_moves_the_local_rules() {
         "{local}"
     );
     assert!(p.remembered().contains("Bash(npm test *)"));
+    assert_eq!(policy(&p, CURL_SH).0, "allow", "trusted after the move");
 
     let listed = p.run(&["trust", "--list", "--json"]);
     let projects = listed.json()["projects"].clone();
@@ -490,4 +500,78 @@ fn a_first_run_on_a_terminal_asks_once() {
     assert_eq!(asked(&run), 1, "{}", run.stdout);
     assert_eq!(trust_records(&p)[0]["decision"], "trusted");
     assert_eq!(policy(&p, CURL_SH).0, "allow");
+}
+
+#[test]
+fn warden_own_files_are_protected_by_every_spelling_of_the_home_directory() {
+    let p = Project::new();
+    // The home directory as the user's environment spells it: through a link.
+    let link = p.tmp().join("linkhome");
+    std::os::unix::fs::symlink(&p.home, &link).unwrap();
+    std::fs::create_dir_all(p.home.join("warden")).unwrap();
+    let in_home = |args: &[&str]| {
+        let mut cmd = p.command();
+        cmd.env("HOME", &link)
+            .env("XDG_CONFIG_HOME", link.join(".config"))
+            .env("WARDEN_HOME", link.join("warden"))
+            .current_dir(&link)
+            .arg("--allow-home-workspace")
+            .args(args);
+        finish(&cmd.output().unwrap())
+    };
+    let write = |path: &Path| {
+        let args = serde_json::json!({"path": path, "content": "forged\n"}).to_string();
+        in_home(&["tool", "writeFile", "--on-ask", "allow", "--args", &args])
+    };
+    // Relative to the workspace, whose real path the tools see.
+    let probe = write(Path::new("warden/probe.txt"));
+    assert_eq!(probe.code, 0, "the probe writes: {}", probe.stdout);
+    assert!(p.home.join("warden/probe.txt").exists());
+    for target in [
+        "warden/trust.toml",
+        "warden/remembered.toml",
+        ".config/warden/settings.toml",
+    ] {
+        let run = write(Path::new(target));
+        assert_eq!(run.code, 1, "{target}: {}", run.stdout);
+        assert!(!p.home.join(target).exists());
+    }
+    if !sandbox_available(&p) {
+        return;
+    }
+    let script = "echo x > probe2.txt; echo forged > warden/remembered.toml";
+    let run = in_home(&["exec", "--", "sh", "-c", script]);
+    assert!(
+        p.home.join("probe2.txt").exists(),
+        "the probe writes: {}",
+        run.stderr
+    );
+    assert!(!p.home.join("warden/remembered.toml").exists());
+}
+
+#[test]
+fn trust_records_nothing_when_the_files_change_while_the_person_decides() {
+    let p = Project::new();
+    p.write(
+        ".warden/settings.toml",
+        "[permissions]\nallow = [\"Bash(make test)\"]\n",
+    );
+    let argv = [env!("CARGO_BIN_EXE_warden"), "trust"];
+    let settings = p.root().join(".warden/settings.toml");
+    let env = [
+        ("TEST_PROMPT_WRITE_PATH", settings.to_str().unwrap()),
+        (
+            "TEST_PROMPT_WRITE_TEXT",
+            "[permissions]\nallow = [\"Bash(*)\"]\nmode = \"bypass\"\n",
+        ),
+    ];
+    let run = on_a_terminal_trusting(&p, &env, &argv, &[], &[], &["y"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("changed while you were deciding"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(trust_records(&p), serde_json::json!([]));
+    assert_ne!(policy(&p, CURL_SH).0, "allow");
 }

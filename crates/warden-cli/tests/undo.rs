@@ -209,3 +209,43 @@ fn a_full_disk_or_a_read_only_file_system_leaves_the_file_intact() {
         "original\n"
     );
 }
+
+#[test]
+fn undo_never_writes_through_a_directory_swapped_for_a_link() {
+    let p = Project::new();
+    let outside = p.tmp().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let edit = r#"{"path": "docs/notes.md", "oldString": "typo", "newString": "the typo"}"#;
+    // Undone as it stands, the file comes back.
+    p.write("docs/notes.md", "a typo\n");
+    tool(&p, "editFile", edit);
+    assert_eq!(p.run(&["undo", SESSION]).code, 0);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("docs/notes.md")).unwrap(),
+        "a typo\n"
+    );
+    // With `docs` swapped for a link elsewhere after the edit, nothing is written there.
+    let session = "01a22a89-1111-7000-8000-000000000002";
+    let run = p.run(&[
+        "tool",
+        "editFile",
+        "--session",
+        session,
+        "--on-ask",
+        "allow",
+        "--args",
+        edit,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    std::fs::remove_dir_all(p.root().join("docs")).unwrap();
+    std::os::unix::fs::symlink(&outside, p.root().join("docs")).unwrap();
+    // Where it leads, a file as the edit left it: the content check alone would pass.
+    std::fs::write(outside.join("notes.md"), "a the typo\n").unwrap();
+    let run = p.run(&["undo", session]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("now leads to"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("notes.md")).unwrap(),
+        "a the typo\n"
+    );
+}

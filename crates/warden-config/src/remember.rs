@@ -176,15 +176,21 @@ pub fn local_rules(project_root: &Path) -> Result<Vec<(RuleList, String)>, Confi
     Ok(rules)
 }
 
-/// Moves the rules of the project's `.warden/settings.local.toml` into warden's remembered
-/// rules in `data_dir`, keeping the rest of that file (comments included). Returns the rules
-/// moved.
-pub fn move_local_rules(data_dir: &Path, project_root: &Path) -> Result<Vec<String>, ConfigError> {
-    let rules = local_rules(project_root)?;
-    if rules.is_empty() {
+/// Moves `rules` (as [`local_rules`] listed them, and shown to the user) from the project's
+/// `.warden/settings.local.toml` into warden's remembered rules in `data_dir`, keeping the rest
+/// of that file (comments included). A rule no longer in the file is not moved; a rule the file
+/// holds now but `rules` does not name stays where it is. Returns the rules moved.
+pub fn move_local_rules(
+    data_dir: &Path,
+    project_root: &Path,
+    rules: &[(RuleList, String)],
+) -> Result<Vec<String>, ConfigError> {
+    let present = local_rules(project_root)?;
+    let moving: Vec<&(RuleList, String)> = rules.iter().filter(|r| present.contains(r)).collect();
+    if moving.is_empty() {
         return Ok(Vec::new());
     }
-    for (list, rule) in &rules {
+    for (list, rule) in &moving {
         remember_rule(data_dir, project_root, *list, rule)?;
     }
     let path = project_root.join(".warden/settings.local.toml");
@@ -205,23 +211,33 @@ pub fn move_local_rules(data_dir: &Path, project_root: &Path) -> Result<Vec<Stri
         .and_then(toml_edit::Item::as_table_like_mut)
     {
         // The table itself stays, with the comments before it.
-        for key in ["allow", "ask", "deny"] {
-            permissions.remove(key);
+        for (list, key) in [
+            (RuleList::Allow, "allow"),
+            (RuleList::Ask, "ask"),
+            (RuleList::Deny, "deny"),
+        ] {
+            let Some(array) = permissions
+                .get_mut(key)
+                .and_then(toml_edit::Item::as_array_mut)
+            else {
+                continue;
+            };
+            array.retain(|v| {
+                !v.as_str()
+                    .is_some_and(|rule| moving.iter().any(|(l, r)| *l == list && r == rule))
+            });
+            if array.is_empty() {
+                permissions.remove(key);
+            }
         }
     }
-    let temp = path.with_extension(format!("toml.{}.tmp", std::process::id()));
-    let write = |target: &Path, text: &str| {
-        std::fs::write(target, text).map_err(|source| ConfigError::Write {
-            path: target.to_path_buf(),
+    state::replace_file(&path, doc.to_string().as_bytes()).map_err(|source| {
+        ConfigError::Write {
+            path: path.clone(),
             source,
-        })
-    };
-    write(&temp, &doc.to_string())?;
-    std::fs::rename(&temp, &path).map_err(|source| ConfigError::Write {
-        path: path.clone(),
-        source,
+        }
     })?;
-    Ok(rules.into_iter().map(|(_, rule)| rule).collect())
+    Ok(moving.into_iter().map(|(_, rule)| rule.clone()).collect())
 }
 
 #[cfg(test)]
@@ -262,15 +278,33 @@ mod tests {
              [context]\ntool_output_tokens = 10\n",
         )
         .unwrap();
-        let moved = move_local_rules(&data, &root).unwrap();
+        let listed = local_rules(&root).unwrap();
+        // A rule added after the listing stays where it is.
+        let text = std::fs::read_to_string(&local).unwrap();
+        std::fs::write(
+            &local,
+            text.replace("\"Bash(make *)\"]", "\"Bash(make *)\", \"Bash(*)\"]"),
+        )
+        .unwrap();
+        let moved = move_local_rules(&data, &root, &listed).unwrap();
         assert_eq!(moved, ["Bash(make *)", "Bash(rm *)"]);
         let rules = remembered(&data, &root).unwrap();
         assert_eq!((rules.allow.len(), rules.deny.len()), (1, 1));
         let text = std::fs::read_to_string(&local).unwrap();
         assert!(text.starts_with("# mine"), "{text}");
-        assert!(!text.contains("Bash("), "{text}");
+        assert!(
+            !text.contains("Bash(make") && !text.contains("Bash(rm"),
+            "{text}"
+        );
+        assert!(text.contains("\"Bash(*)\""), "{text}");
         assert!(text.contains("tool_output_tokens = 10"), "{text}");
-        assert!(move_local_rules(&data, &root).unwrap().is_empty());
+        assert!(move_local_rules(&data, &root, &listed).unwrap().is_empty());
+        assert!(
+            !remembered(&data, &root)
+                .unwrap()
+                .allow
+                .contains(&"Bash(*)".to_owned())
+        );
     }
 
     #[test]

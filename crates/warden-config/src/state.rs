@@ -36,12 +36,38 @@ pub(crate) fn data_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) ->
     var("HOME").map(|home| home.join(".local/share/warden"))
 }
 
+/// `path` with its nearest existing ancestor resolved to its real path and the rest re-appended:
+/// how a path is spelled once symbolic links are followed.
+pub(crate) fn real_path(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |out, part| out.join(part));
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// The state file `name` of `dir`, or its default when there is none yet.
 pub(crate) fn read<T: DeserializeOwned + Default>(
     dir: &Path,
     name: &str,
 ) -> Result<T, ConfigError> {
     let path = dir.join(name);
+    // A state file that is a symbolic link could lead to a file someone else wrote.
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ConfigError::Read {
+            path,
+            source: io::Error::other("warden's own file is a symbolic link; remove it"),
+        });
+    }
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         // No directory (or a file where it should be) holds no state: nothing trusted, nothing
@@ -104,11 +130,55 @@ where
         path: path.clone(),
         source: io::Error::other(err.to_string()),
     })?;
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&temp, format!("{header}\n{body}")).map_err(write_error(&temp))?;
-    std::fs::rename(&temp, &path).map_err(write_error(&path))?;
+    replace_file(&path, format!("{header}\n{body}").as_bytes()).map_err(write_error(&path))?;
     drop(lock);
     Ok((path, out))
+}
+
+/// Replaces `path` with `bytes`: a new temporary file beside it (made with `O_EXCL`, so a link
+/// planted at its name is never followed), synced, then renamed over `path` (which replaces a
+/// link there, never what it points to).
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    replace_file_from(path, bytes, stamp)
+}
+
+fn temp_name(name: &str, stamp: u32, attempt: u32) -> String {
+    let salt = stamp.wrapping_mul(2_654_435_761).wrapping_add(attempt);
+    format!(".{name}.{salt:08x}.tmp")
+}
+
+fn replace_file_from(path: &Path, bytes: &[u8], stamp: u32) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(|| "state".into(), |n| n.to_string_lossy().into_owned());
+    for attempt in 0..32u32 {
+        let temp = dir.join(temp_name(&name, stamp, attempt));
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp);
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(err),
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&temp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        return written;
+    }
+    Err(io::Error::other("no free temporary name"))
 }
 
 #[cfg(test)]
@@ -116,6 +186,26 @@ mod tests {
     use std::ffi::OsString;
 
     use super::*;
+
+    #[test]
+    fn links_at_the_temporary_names_or_the_file_itself_are_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("settings.toml");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        for attempt in 0..4 {
+            std::os::unix::fs::symlink(&outside, data.join(temp_name(TRUST_FILE, 9, attempt)))
+                .unwrap();
+        }
+        replace_file_from(&data.join(TRUST_FILE), b"x = 1\n", 9).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        // A state file that is a link is refused, not read.
+        std::fs::remove_file(data.join(TRUST_FILE)).unwrap();
+        std::os::unix::fs::symlink(&outside, data.join(TRUST_FILE)).unwrap();
+        let err = crate::trust::trust_records(&data).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
 
     #[test]
     fn data_dir_follows_warden_home_then_xdg_then_home() {

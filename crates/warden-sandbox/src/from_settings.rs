@@ -129,12 +129,7 @@ pub fn request_from_settings(
         .map(|s| workspace.join(s))
         .collect();
     deny_write.extend(from(&sandbox.filesystem.deny_write));
-    deny_write.extend(
-        [&settings.dirs.config_dir, &settings.dirs.data_dir]
-            .into_iter()
-            .flatten()
-            .cloned(),
-    );
+    deny_write.extend(settings.dirs.dirs());
     let mut home_allow: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect();
     for entry in &sandbox.filesystem.home_toolchains {
         let rel = Path::new(entry.strip_prefix("~/").unwrap_or(entry));

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 use warden_protocol::{ToolError, ToolErrorKind};
 
-use crate::write::{Diff, io, remember, replace, require_unchanged, target};
+use crate::write::{Diff, io, remember, replace_file, require_unchanged, target};
 use crate::{Tool, ToolContext};
 
 /// Arguments of `editFile`: `oldString` + `newString`, or `startLine` + `endLine` + `newText`,
@@ -125,7 +125,7 @@ impl Tool for EditFile {
         let diff = Diff::new(&target.display, &body, &edited);
         let dry = args.dry_run.unwrap_or(false);
         if !dry && output != text {
-            replace(&target.real, output.as_bytes()).map_err(|e| io(&args.path, &e))?;
+            replace_file(&target.real, output.as_bytes()).map_err(|e| io(&args.path, &e))?;
             remember(ctx, &target.real, output.as_bytes());
             ctx.changes.push(
                 target.real.clone(),

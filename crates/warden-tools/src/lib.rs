@@ -37,4 +37,4 @@ pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
 pub use runner::{Checked, Executor, OnAsk, ToolRunner};
 pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};
-pub use write::{WriteFile, WriteFileArgs};
+pub use write::{WriteFile, WriteFileArgs, replace_file};

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use warden_protocol::{ToolError, ToolErrorKind};
 
-use crate::write::{Diff, io, remember, replace, require_unchanged, target};
+use crate::write::{Diff, io, remember, replace_file, require_unchanged, target};
 use crate::{Tool, ToolContext};
 
 /// Arguments of `apply_patch`.
@@ -465,13 +465,13 @@ fn commit(ctx: &ToolContext, changes: &[Change]) -> Result<(), ToolError> {
                 .real
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| replace(&change.real, after.as_bytes())),
+                .and_then(|()| replace_file(&change.real, after.as_bytes())),
             None => std::fs::remove_file(&change.real),
         };
         if let Err(err) = result {
             for undo in changes[..done].iter().rev() {
                 let _ = match &undo.before {
-                    Some(before) => replace(&undo.real, before),
+                    Some(before) => replace_file(&undo.real, before),
                     None => std::fs::remove_file(&undo.real),
                 };
             }

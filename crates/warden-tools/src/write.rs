@@ -72,7 +72,7 @@ impl Tool for WriteFile {
         if let Some(parent) = target.real.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io(&args.path, &e))?;
         }
-        replace(&target.real, args.content.as_bytes()).map_err(|e| io(&args.path, &e))?;
+        replace_file(&target.real, args.content.as_bytes()).map_err(|e| io(&args.path, &e))?;
         remember(ctx, &target.real, args.content.as_bytes());
         ctx.changes.push(
             target.real.clone(),
@@ -184,26 +184,70 @@ pub(crate) fn remember(ctx: &ToolContext, real: &Path, bytes: &[u8]) {
 
 /// Replaces `path` atomically: a temporary file in the same directory, written and synced, given
 /// the old file's mode, then renamed over it. On any failure the old file is untouched.
-pub(crate) fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+///
+/// The temporary file is made new (`O_CREAT | O_EXCL`, under a name no one can predict for
+/// sure), so a symbolic link planted where it would be is never followed: writing through one
+/// would reach a file outside the workspace. The rename replaces `path` itself, a link there
+/// included, and never what a link points to.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let temp = dir.join(format!(".{name}.warden-{}.tmp", std::process::id()));
-    let mode = std::fs::metadata(path).ok().map(|m| m.permissions().mode());
+    let mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.permissions().mode() & 0o7777);
+    let (temp, mut file) = fresh(dir, &name)?;
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
         if let Some(mode) = mode {
-            std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+            // On the open file, never through a name.
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
         }
+        file.sync_all()?;
         std::fs::rename(&temp, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// A new file in `dir` for `name`'s replacement, made exclusively (`O_EXCL` refuses any entry
+/// of the name, a link to elsewhere included): another name is tried.
+fn fresh(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    fresh_from(dir, name, stamp)
+}
+
+/// The temporary names tried for `name`, from `stamp`.
+fn temp_name(name: &str, stamp: u32, attempt: u32) -> String {
+    let salt = stamp
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(attempt.wrapping_mul(40_503));
+    format!(".{name}.warden-{salt:08x}.tmp")
+}
+
+fn fresh_from(dir: &Path, name: &str, stamp: u32) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut last = None;
+    for attempt in 0..32u32 {
+        let temp = dir.join(temp_name(name, stamp, attempt));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => last = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
 }
 
 pub(crate) fn io(raw: &str, err: &std::io::Error) -> ToolError {
@@ -283,5 +327,40 @@ impl Diff {
             summary,
             ranges,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.toml");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        // The first names tried for this stamp all lead outside.
+        for attempt in 0..4 {
+            std::os::unix::fs::symlink(&outside, ws.join(temp_name("notes.md", 7, attempt)))
+                .unwrap();
+        }
+        let (temp, mut file) = fresh_from(&ws, "notes.md", 7).unwrap();
+        file.write_all(b"forged").unwrap();
+        assert!(
+            !std::fs::symlink_metadata(&temp)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        // And the whole replacement leaves a link at the target itself as a link no more,
+        // never writing what it pointed to.
+        let target = ws.join("notes.md");
+        std::os::unix::fs::symlink(&outside, &target).unwrap();
+        replace_file(&target, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
     }
 }

@@ -484,6 +484,7 @@ pub(super) fn ignored_event(settings: &Settings) -> serde_json::Value {
         "trusted": settings.trust.trusted,
         "basis": settings.trust.basis,
         "ignored": settings.trust.ignored,
+        "wayOut": "warden trust",
     })
 }
 

@@ -203,21 +203,51 @@ pub(super) fn trust(dir: Option<PathBuf>, args: &TrustArgs) -> Result<Exit, CliE
         }
         return Ok(Exit::Failure);
     }
-    let rules = warden_config::local_rules(&root).map_err(CliError::usage)?;
-    let mut settings = settings;
+    // What is recorded must be what was shown: the files may change while the person decides.
+    let shown = settings;
+    let mut settings = load_quietly(dir.clone(), warden_config::RawSettings::default())?;
+    if settings.trust.digest != shown.trust.digest {
+        return Err(changed_meanwhile());
+    }
     let mut moved = Vec::new();
-    if !rules.is_empty() {
-        let question = format!(
-            "Move the {} of .warden/settings.local.toml into warden's own remembered rules, kept \
-             outside the project where no repository can write them? [y]es, [n]o: ",
+    let rules = warden_config::local_rules(&root).map_err(CliError::usage)?;
+    if !rules.is_empty() && !args.json && on_a_terminal() {
+        // Only on a terminal, rule by rule as shown: moved, they are the user's own and stay
+        // when the trust ends.
+        eprintln!("\n.warden/settings.local.toml holds these rules:");
+        for (_, rule) in &rules {
+            eprintln!("    {rule}");
+        }
+        let question = "Move them into warden's own remembered rules (kept outside the project \
+            where no repository can write them, and kept if you untrust it)? [y]es, [n]o: ";
+        if ask(question, &["yes", "no"], "no") == "yes" {
+            moved = warden_config::move_local_rules(&data_dir, &root, &rules)
+                .map_err(CliError::failure)?;
+            settings = load_quietly(dir, warden_config::RawSettings::default())?;
+            // Nothing but the moved rules may differ from what was shown.
+            let key = |i: &warden_config::IgnoredSetting| {
+                (i.file.clone(), i.key.clone(), i.value.clone())
+            };
+            let mut expected: Vec<_> = shown
+                .trust
+                .widening
+                .iter()
+                .filter(|i| !(i.key.starts_with("permissions.") && moved.contains(&i.value)))
+                .map(key)
+                .collect();
+            let mut now: Vec<_> = settings.trust.widening.iter().map(key).collect();
+            expected.sort();
+            now.sort();
+            if now != expected {
+                return Err(changed_meanwhile());
+            }
+        }
+    } else if !rules.is_empty() && !args.json {
+        eprintln!(
+            "warden: the {} of .warden/settings.local.toml stay there, honoured while the project \
+             is trusted; `warden trust` on a terminal offers to move them into your own",
             count(rules.len(), "rule")
         );
-        let migrate_them = args.yes
-            || (!args.json && on_a_terminal() && ask(&question, &["yes", "no"], "no") == "yes");
-        if migrate_them {
-            moved = warden_config::move_local_rules(&data_dir, &root).map_err(CliError::failure)?;
-            settings = load_quietly(dir, warden_config::RawSettings::default())?;
-        }
     }
     let file = warden_config::record_trust(
         &data_dir,
@@ -243,6 +273,13 @@ pub(super) fn trust(dir: Option<PathBuf>, args: &TrustArgs) -> Result<Exit, CliE
         );
     }
     Ok(Exit::Success)
+}
+
+fn changed_meanwhile() -> CliError {
+    CliError::failure(anyhow!(
+        "the project's settings files changed while you were deciding; nothing was recorded: \
+         run `warden trust` again to see what they grant now"
+    ))
 }
 
 fn outcome(settings: &Settings, file: Option<&Path>, moved: &[String]) -> serde_json::Value {
@@ -341,8 +378,10 @@ pub(super) enum RunAnswer {
 /// when there is nothing to ask about.
 pub(super) fn ask_before_run(settings: &Settings) -> Result<Option<RunAnswer>, CliError> {
     let trust = &settings.trust;
+    // Only what an untrusted load sets aside is worth a question; ask rules and risk levels
+    // already apply, as tightening.
     let widening = trust
-        .widening
+        .ignored
         .iter()
         .any(|i| i.why.starts_with("the project is not trusted"));
     let asked_before = matches!(trust.basis, TrustBasis::Declined { .. });

@@ -56,6 +56,10 @@ pub(super) fn run(args: &UndoArgs) -> Result<Exit, CliError> {
             touched.join(", ")
         )));
     }
+    // Checked for all before any is put back, and again for each as it is.
+    for path in files.keys() {
+        same_place(path)?;
+    }
     let mut restored = Vec::new();
     for (path, (before, _)) in &files {
         restore(&store, path, before.as_deref())?;
@@ -85,21 +89,32 @@ fn current(path: &PathBuf) -> Option<String> {
 }
 
 fn restore(store: &TraceStore, path: &PathBuf, before: Option<&str>) -> Result<(), CliError> {
-    match before {
-        Some(sha) => {
-            let bytes = store.blob(sha).map_err(CliError::failure)?.ok_or_else(|| {
-                CliError::failure(anyhow!(
-                    "{}: the kept content is missing from the trace",
-                    path.display()
-                ))
-            })?;
-            let temp = path.with_extension("warden-undo.tmp");
-            std::fs::write(&temp, bytes)
-                .and_then(|()| std::fs::rename(&temp, path))
-                .map_err(|e| CliError::failure(anyhow!("{}: {e}", path.display())))
-        }
-        None => std::fs::remove_file(path)
-            .map_err(|e| CliError::failure(anyhow!("{}: {e}", path.display()))),
+    same_place(path)?;
+    let failed = |e: std::io::Error| CliError::failure(anyhow!("{}: {e}", path.display()));
+    let Some(sha) = before else {
+        return std::fs::remove_file(path).map_err(failed);
+    };
+    let bytes = store.blob(sha).map_err(CliError::failure)?.ok_or_else(|| {
+        CliError::failure(anyhow!(
+            "{}: the kept content is missing from the trace",
+            path.display()
+        ))
+    })?;
+    warden_tools::replace_file(path, &bytes).map_err(failed)
+}
+
+/// The recorded path is the real one the tool wrote: if its directory now leads elsewhere (a
+/// directory swapped for a link), putting the file back would write there instead.
+fn same_place(path: &std::path::Path) -> Result<(), CliError> {
+    let parent = path.parent().unwrap_or(std::path::Path::new("/"));
+    match parent.canonicalize() {
+        Ok(real) if real == parent => Ok(()),
+        Ok(real) => Err(CliError::failure(anyhow!(
+            "{}: not put back: its directory now leads to {}",
+            path.display(),
+            real.display()
+        ))),
+        Err(e) => Err(CliError::failure(anyhow!("{}: {e}", path.display()))),
     }
 }
 

@@ -28,9 +28,10 @@ pub use tables::{
 #[schemars(title = "warden settings")]
 pub struct RawSettings {
     /// Projects whose own settings files are honoured in full without `warden trust`, as
-    /// absolute paths or `~/…`, where `*` matches any run of characters (`/` included:
-    /// `~/src/*` trusts every project below `~/src`). Only the user's settings and the managed
-    /// file may set this. Default empty.
+    /// absolute paths or `~/…`, where `*` matches within one directory name and `**` any
+    /// number of directories (`~/src/*` trusts the projects directly below `~/src`; `**` also
+    /// trusts a project a command could make deeper inside one). Only the user's settings and
+    /// the managed file may set this. Default empty.
     pub trusted_projects: Option<Vec<String>>,
     /// Permission mode and the allow, ask and deny rules of the policy engine.
     pub permissions: Option<RawPermissions>,

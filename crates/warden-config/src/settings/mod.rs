@@ -105,28 +105,49 @@ impl WardenDirs {
 
     /// What no tool or command may write, whatever the settings allow: the user's
     /// configuration directory, and warden's state files (the trust records, the remembered
-    /// rules, the trace).
+    /// rules, the trace). Each as spelled and as its real path.
     pub fn protected(&self) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> = self.config_dir.iter().cloned().collect();
+        let mut paths = spellings(self.config_dir.as_deref());
         paths.extend(self.state_files());
         paths
     }
 
-    /// warden's state files in the data directory, which no tool or command may read either.
+    /// The two directories, each as spelled and as its real path.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        let mut paths = spellings(self.config_dir.as_deref());
+        paths.extend(spellings(self.data_dir.as_deref()));
+        paths
+    }
+
+    /// warden's state files in the data directory, which no tool or command may read either;
+    /// each as spelled and as its real path.
     pub fn state_files(&self) -> Vec<PathBuf> {
-        let Some(data) = &self.data_dir else {
-            return Vec::new();
-        };
-        [
-            crate::state::TRUST_FILE,
-            crate::state::REMEMBERED_FILE,
-            "trace.db",
-            "trace.db-wal",
-            "trace.db-shm",
-        ]
-        .iter()
-        .map(|name| data.join(name))
-        .collect()
+        let mut files = Vec::new();
+        for data in spellings(self.data_dir.as_deref()) {
+            for name in [
+                crate::state::TRUST_FILE,
+                crate::state::REMEMBERED_FILE,
+                "trace.db",
+                "trace.db-wal",
+                "trace.db-shm",
+            ] {
+                files.push(data.join(name));
+            }
+        }
+        files
+    }
+}
+
+/// `path` as spelled and, where that differs, as its real path (symbolic links followed).
+fn spellings(path: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    let real = crate::state::real_path(path);
+    if real == path {
+        vec![real]
+    } else {
+        vec![path.to_path_buf(), real]
     }
 }
 

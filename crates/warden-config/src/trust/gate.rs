@@ -45,12 +45,17 @@ pub(crate) trait Rule<T, B> {
 pub(crate) struct Gatekeeper<'a> {
     pass: Pass,
     file: &'a Path,
-    doc: Option<toml_edit::Document<&'a str>>,
+    /// The file parsed for its spans, when a report first needs a line.
+    doc: std::cell::OnceCell<Option<toml_edit::Document<&'a str>>>,
+    /// Where each line of the file starts, for turning spans into lines.
+    line_starts: std::cell::OnceCell<Vec<usize>>,
     text: &'a str,
     path: Vec<String>,
     what: &'static str,
     /// Values set aside, each with its file and line.
     pub(crate) ignored: Vec<IgnoredSetting>,
+    /// Values applied only as tightening, which trusted would do more.
+    pub(crate) limited: Vec<IgnoredSetting>,
     /// What the file would grant when trusted, by key: the digest a trust record is bound to.
     pub(crate) material: BTreeMap<String, Value>,
     /// Ask rules that only tighten (from an untrusted project).
@@ -67,11 +72,13 @@ impl<'a> Gatekeeper<'a> {
         Gatekeeper {
             pass,
             file,
-            doc: toml_edit::Document::parse(text).ok(),
+            doc: std::cell::OnceCell::new(),
+            line_starts: std::cell::OnceCell::new(),
             text,
             path: Vec::new(),
             what: "",
             ignored: Vec::new(),
+            limited: Vec::new(),
             material: BTreeMap::new(),
             asks: Vec::new(),
             risk_floors: BTreeMap::new(),
@@ -126,14 +133,27 @@ impl<'a> Gatekeeper<'a> {
 
     /// Sets `value` aside, one report per list entry or map key, with `why`.
     fn set_aside(&mut self, value: &impl Serialize, why: &str) {
+        let reports = self.reports(value, why);
+        self.ignored.extend(reports);
+    }
+
+    /// Notes `value` as applied only as tightening, with `why`: trusted, it would do more.
+    fn limit(&mut self, value: &impl Serialize, why: &str) {
+        let reports = self.reports(value, why);
+        self.limited.extend(reports);
+    }
+
+    /// One report per list entry or map key of `value`, with `why`.
+    fn reports(&self, value: &impl Serialize, why: &str) -> Vec<IgnoredSetting> {
+        let mut out = Vec::new();
         let value = set_only(value);
         let key = self.key();
-        let add = |gk: &mut Self, key: String, at: Vec<Locate>, shown: &Value| {
-            gk.ignored.push(IgnoredSetting {
+        let mut add = |gk: &Self, key: String, at: Vec<Locate>, shown: &Value| {
+            out.push(IgnoredSetting {
                 file: gk.file.to_path_buf(),
                 line: gk.line(&at),
-                key,
-                value: shown_value(shown),
+                key: printable(&key),
+                value: printable(&shown_value(shown)),
                 what: gk.what.to_owned(),
                 why: why.to_owned(),
             });
@@ -156,11 +176,15 @@ impl<'a> Gatekeeper<'a> {
             }
             _ => add(self, key, at, &value),
         }
+        out
     }
 
     /// The 1-based line of a key or list entry in the file.
     fn line(&self, at: &[Locate]) -> Option<usize> {
-        let doc = self.doc.as_ref()?;
+        let doc = self
+            .doc
+            .get_or_init(|| toml_edit::Document::parse(self.text).ok())
+            .as_ref()?;
         let mut span = None;
         let mut item: &toml_edit::Item = doc.as_item();
         for step in at {
@@ -177,7 +201,12 @@ impl<'a> Gatekeeper<'a> {
                 }
             }
         }
-        span.map(|range| crate::error::line_column(self.text, range.start).0)
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(at, _)| at + 1))
+                .collect()
+        });
+        span.map(|range| starts.partition_point(|&start| start <= range.start))
     }
 
     fn untrusted(&self) -> bool {
@@ -207,10 +236,32 @@ fn set_only(value: &impl Serialize) -> Value {
     prune(serde_json::to_value(value).unwrap_or(Value::Null))
 }
 
-/// A value as a report shows it: strings bare, the rest as compact JSON.
+/// `text` with every control character (escape sequences that would redraw a terminal) and
+/// every bidirectional override (text that reads other than it is) spelled as `\u{…}`: a
+/// repository's values are shown to a person deciding whether to trust it.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value as a report shows it: strings bare, a table as `key=value` pairs, a list joined.
 fn shown_value(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shown_value(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) => items.iter().map(shown_value).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
     }
 }
@@ -439,6 +490,11 @@ impl Rule<Vec<String>, Vec<String>> for AsksOnly {
     fn apply(value: Vec<String>, _: &Vec<String>, g: &mut Gatekeeper<'_>) -> Option<Vec<String>> {
         g.grants(&value);
         if g.untrusted() {
+            g.limit(
+                &value,
+                "the project is not trusted: it only makes what it matches ask; trusted, it \
+                 could also make a refused action askable",
+            );
             g.asks.extend(value);
             return None;
         }
@@ -459,6 +515,11 @@ impl Rule<BTreeMap<String, RiskName>, BTreeMap<String, RiskName>> for RaisesOnly
     ) -> Option<BTreeMap<String, RiskName>> {
         g.grants(&value);
         if g.untrusted() {
+            g.limit(
+                &value,
+                "the project is not trusted: it only raises the program's level; trusted, it \
+                 could also lower it",
+            );
             for (program, level) in value {
                 let floor = g.risk_floors.entry(program).or_insert(level);
                 *floor = (*floor).max(level);

@@ -155,7 +155,8 @@ pub struct ProjectTrust {
     /// The project's settings files that were read.
     pub files: Vec<PathBuf>,
     /// What the project's files would grant beyond the user's own settings: what an untrusted
-    /// load sets aside, and what `warden trust` shows.
+    /// load sets aside, and what it applies only as tightening (ask rules, risk levels) but
+    /// trusted would do more; what `warden trust` shows.
     pub widening: Vec<IgnoredSetting>,
     /// What this load set aside: [`ProjectTrust::widening`] when untrusted, and always the keys
     /// no project may set.
@@ -264,6 +265,7 @@ pub(crate) fn gate_project(
     let mut untrusted = Vec::new();
     let mut material = std::collections::BTreeMap::new();
     let mut widening = Vec::new();
+    let mut set_aside = Vec::new();
     let (mut asks, mut risk_floors) = (Vec::new(), std::collections::BTreeMap::new());
     for file in &files {
         let mut g = Gatekeeper::new(Pass::Untrusted, &file.path, &file.text);
@@ -274,7 +276,9 @@ pub(crate) fn gate_project(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         material.insert(name, serde_json::to_value(&g.material).unwrap_or_default());
+        set_aside.extend(g.ignored.iter().cloned());
         widening.extend(g.ignored);
+        widening.extend(g.limited);
         asks.extend(g.asks);
         for (program, level) in g.risk_floors {
             let floor = risk_floors.entry(program).or_insert(level);
@@ -305,8 +309,15 @@ pub(crate) fn gate_project(
         asks.clear();
         risk_floors.clear();
     } else {
-        ignored.clone_from(&widening);
+        ignored = set_aside;
     }
+    // In the order of the files, then of their lines.
+    let order = |i: &IgnoredSetting| {
+        let file = files.iter().position(|f| f.path == i.file);
+        (file, i.line)
+    };
+    widening.sort_by_key(order);
+    ignored.sort_by_key(order);
     Ok(Gated {
         layers,
         asks,
@@ -320,6 +331,28 @@ pub(crate) fn gate_project(
             ignored,
         },
     })
+}
+
+/// Whether `path` matches `pattern` component by component: `*` within one component, `**`
+/// any number of them (so `~/src/*` trusts the projects directly below `~/src`, not a
+/// directory a command made deeper inside one of them).
+fn path_matches(pattern: &str, path: &str) -> bool {
+    fn matches(pattern: &[&str], path: &[&str]) -> bool {
+        match (pattern.first(), path.first()) {
+            (None, None) => true,
+            (Some(&"**"), _) => {
+                matches(&pattern[1..], path) || (!path.is_empty() && matches(pattern, &path[1..]))
+            }
+            (Some(p), Some(c)) => {
+                warden_protocol::wildcard(p, c) && matches(&pattern[1..], &path[1..])
+            }
+            _ => false,
+        }
+    }
+    fn split(s: &str) -> Vec<&str> {
+        s.split('/').filter(|c| !c.is_empty()).collect()
+    }
+    matches(&split(pattern), &split(path))
 }
 
 /// `pattern` with the directories before its first wildcard resolved to their real path, as
@@ -383,7 +416,7 @@ fn by_pattern(root: &Path, inputs: &TrustInputs<'_>) -> Option<TrustBasis> {
             None => return None,
         };
         let expanded = real_prefix(expanded.trim_end_matches('/'));
-        warden_protocol::wildcard(&expanded, &root_text).then(|| TrustBasis::Pattern {
+        path_matches(&expanded, &root_text).then(|| TrustBasis::Pattern {
             pattern: pattern.clone(),
             file: file.clone(),
         })

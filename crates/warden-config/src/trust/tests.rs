@@ -573,3 +573,83 @@ fn the_home_directory_and_the_root_are_refused_as_workspaces() {
     opts.home = Some(m.base.clone().join("src"));
     assert!(load(&opts).is_ok());
 }
+
+#[test]
+fn what_trust_would_add_to_asks_and_risk_levels_is_shown_though_not_set_aside() {
+    let m = Machine::new();
+    m.project(
+        "settings.toml",
+        "[permissions]\nask = [\"Edit(**)\"]\n[permissions.risk]\ngit = \"L0\"\n",
+    );
+    let s = m.load();
+    assert!(s.trust.ignored.is_empty(), "{:?}", s.trust.ignored);
+    let shown: Vec<(&str, &str, Option<usize>)> = s
+        .trust
+        .widening
+        .iter()
+        .map(|w| (w.key.as_str(), w.value.as_str(), w.line))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("permissions.ask", "Edit(**)", Some(2)),
+            ("permissions.risk.git", "L0", Some(4))
+        ]
+    );
+    assert!(s.trust.widening[0].why.contains("refused action askable"));
+}
+
+#[test]
+fn a_repositorys_escape_sequences_are_shown_spelled_out() {
+    let m = Machine::new();
+    m.project(
+        "settings.toml",
+        "[sandbox.env.set]\n\"\\u001b[2K\" = \"\\r\\u001b[1A\\u202e ok\"\n",
+    );
+    let s = m.load();
+    let report = s.trust.ignored[0].to_string();
+    assert!(
+        !report.chars().any(|c| c.is_control() || c == '\u{202e}'),
+        "{report:?}"
+    );
+    assert!(report.contains("\\u{1b}[1A"), "{report}");
+    assert!(report.contains("sandbox.env.set.\\u{1b}[2K"), "{report}");
+}
+
+#[test]
+fn a_pattern_trusts_projects_at_its_depth_and_double_stars_below() {
+    for (pattern, path, matched) in [
+        ("/src/*", "/src/proj", true),
+        ("/src/*", "/src/proj/pkg", false),
+        ("/src/*", "/src", false),
+        ("/src/**", "/src/proj/pkg", true),
+        ("/src/**/pkg", "/src/a/b/pkg", true),
+        ("/src/p*", "/src/proj", true),
+        ("/src/proj", "/src/proj", true),
+        ("/src/proj", "/src/project", false),
+    ] {
+        assert_eq!(path_matches(pattern, path), matched, "{pattern} {path}");
+    }
+}
+
+#[test]
+fn the_organisations_locks_bind_a_trusted_project() {
+    let m = Machine::new();
+    fs::create_dir_all(m.base.join("etc")).unwrap();
+    fs::write(
+        m.base.join("etc/managed.toml"),
+        "[org]\ndisable_bypass_mode = true\nrequire_sandbox = true\n",
+    )
+    .unwrap();
+    m.project("settings.toml", "[permissions]\nmode = \"bypass\"\n");
+    let mut opts = m.options();
+    opts.trust_project = true;
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("org.disable_bypass_mode"), "{err}");
+    m.project("settings.toml", "[sandbox]\nenabled = false\n");
+    let err = load(&opts).unwrap_err().to_string();
+    assert!(err.contains("org.require_sandbox"), "{err}");
+    // Untrusted, the same values are set aside before the locks are checked.
+    let s = m.load();
+    assert!(s.sandbox.enabled);
+}
