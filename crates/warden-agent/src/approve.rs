@@ -51,27 +51,32 @@ impl Approver for Terminal {
     fn ask(&self, q: &Question<'_>) -> Answer {
         let mut err = std::io::stderr().lock();
         let d = q.decision;
+        // Every word here may come from the model, a command or a repository: a terminal must
+        // not obey what it holds (a forged question above the real one).
+        let p = warden_protocol::printable;
         let _ = writeln!(err, "\n── approval needed ──────────────────────────────");
-        let _ = writeln!(err, "tool:      {}", q.tool);
-        let _ = writeln!(err, "arguments: {}", q.arguments);
+        let _ = writeln!(err, "tool:      {}", p(q.tool));
+        let _ = writeln!(err, "arguments: {}", p(q.arguments));
         if let Some(request) = &d.approval {
             if !request.resources.is_empty() {
-                let _ = writeln!(err, "touches:   {}", request.resources.join(", "));
+                let _ = writeln!(err, "touches:   {}", p(&request.resources.join(", ")));
             }
             let _ = writeln!(err, "risk:      {:?}", request.risk);
-            let _ = writeln!(err, "why:       {}", request.why);
+            let _ = writeln!(err, "why:       {}", p(&request.why));
             if let Some(alternative) = &request.alternative {
-                let _ = writeln!(err, "safer:     {alternative}");
+                let _ = writeln!(err, "safer:     {}", p(alternative));
             }
-            let _ = writeln!(err, "undo:      {}", request.rollback);
+            let _ = writeln!(err, "undo:      {}", p(&request.rollback));
         } else {
-            let _ = writeln!(err, "why:       {}", d.reason);
+            let _ = writeln!(err, "why:       {}", p(&d.reason));
         }
         if let Some(rewrite) = &d.rewrite {
             let _ = writeln!(
                 err,
                 "instead:   {} {} ({})",
-                rewrite.tool, rewrite.target, rewrite.reason
+                p(&rewrite.tool),
+                p(&rewrite.target),
+                p(&rewrite.reason)
             );
         }
         let choices = if q.rule.is_some() {
@@ -80,7 +85,7 @@ impl Approver for Terminal {
             "[o]nce, [d]eny"
         };
         if let Some(rule) = q.rule {
-            let _ = writeln!(err, "rule:      {rule} (for session or always)");
+            let _ = writeln!(err, "rule:      {} (for session or always)", p(rule));
         }
         loop {
             let _ = write!(err, "allow? {choices}: ");

@@ -313,6 +313,11 @@ impl Agent<'_> {
                 message.map(|m| format!(": {m}")).unwrap_or_default()
             ));
         }
+        // Remembered (pinned to the hash) only when a person answered: `--on-ask allow` lets it
+        // through for this run, and a later run asks again.
+        if self.approver.is_none() {
+            return Ok("approved for this run (--on-ask allow)");
+        }
         self.store
             .approve_skill(&skill.path, name, tree_hash, &self.session)
             .map_err(|e| e.to_string())?;

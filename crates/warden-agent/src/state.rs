@@ -32,6 +32,11 @@ pub struct State {
     pub session_rules: Vec<String>,
     /// The provider's base URL, so that a resumed run talks to the same endpoint.
     pub base_url: Option<String>,
+    /// Whether the person chose that endpoint (`--base-url`): only then does a resumed run go
+    /// back to it. Otherwise it came from the settings of the time, and a resumed run selects
+    /// afresh from today's (a project no longer trusted does not choose where keys go).
+    #[serde(default)]
+    pub base_url_given: bool,
     /// Real tokens per estimated token, learnt from the provider's reports (0 until then).
     pub calibration: f64,
     /// How often the conversation was compacted.

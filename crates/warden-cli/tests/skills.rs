@@ -112,6 +112,40 @@ fn a_skill_allowing_only_read_cannot_get_a_command_run() {
 }
 
 #[test]
+fn a_scripted_approval_of_a_skill_is_for_that_run_only() {
+    let p = Project::new();
+    skill(
+        &p,
+        false,
+        "deploy-notes",
+        "description: Notes on deploying.",
+        "Deploy.",
+    );
+    let load = || {
+        FakeProvider::start(vec![
+            call("s", "Skill", &json!({"name": "deploy-notes"})),
+            openai::text("Done.").fast(),
+        ])
+    };
+    // --on-ask allow lets it through for that run: nothing is remembered, the next run asks.
+    let server = load();
+    let scripted = run(&p, &server, &["--on-ask", "allow"], "deploy");
+    let loaded = of_kind(&events(&scripted.stdout), "skill_loaded")
+        .first()
+        .map(|e| e["approval"].clone());
+    assert_eq!(
+        loaded,
+        Some(json!("approved for this run (--on-ask allow)")),
+        "{}",
+        scripted.stdout
+    );
+    let server = load();
+    let after = run(&p, &server, &[], "deploy");
+    assert!(of_kind(&events(&after.stdout), "skill_loaded").is_empty());
+    assert!(result_for(&server, "s").contains("needs a person's approval"));
+}
+
+#[test]
 fn an_untrusted_skill_is_approved_once_per_hash_of_its_files() {
     let p = Project::new();
     let dir = skill(

@@ -157,10 +157,8 @@ pub fn forget_rule(data_dir: &Path, project_root: &Path, rule: &str) -> Result<b
 /// repository, may be the repository's), which `warden trust` offers to move here.
 pub fn local_rules(project_root: &Path) -> Result<Vec<(RuleList, String)>, ConfigError> {
     let path = project_root.join(".warden/settings.local.toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ConfigError::Read { path, source }),
+    let Some(text) = state::read_settings_file(&path)? else {
+        return Ok(Vec::new());
     };
     let permissions = crate::load::parse_str(&text, &path)?
         .permissions
@@ -194,10 +192,7 @@ pub fn move_local_rules(
         remember_rule(data_dir, project_root, *list, rule)?;
     }
     let path = project_root.join(".warden/settings.local.toml");
-    let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-        path: path.clone(),
-        source,
-    })?;
+    let text = state::read_settings_file(&path)?.unwrap_or_default();
     let mut doc: toml_edit::DocumentMut =
         text.parse()
             .map_err(|err: toml_edit::TomlError| ConfigError::Syntax {

@@ -36,6 +36,46 @@ pub(crate) fn data_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) ->
     var("HOME").map(|home| home.join(".local/share/warden"))
 }
 
+/// The most a settings or state file may hold: more is refused, not read.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of the settings or state file at `path`, `None` when there is none. Only a regular
+/// file (a link to one included) is read, and only up to [`MAX_FILE_BYTES`]: a repository's
+/// settings file that is a FIFO or a device would otherwise hang warden or fill its memory.
+pub(crate) fn read_settings_file(path: &Path) -> Result<Option<String>, ConfigError> {
+    use std::io::Read as _;
+    let failed = |source: io::Error| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(source) => return Err(failed(source)),
+    };
+    if !meta.is_file() {
+        return Err(failed(io::Error::other("not a regular file")));
+    }
+    let file = std::fs::File::open(path).map_err(failed)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(failed(io::Error::other("larger than 4 MiB")));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| failed(io::Error::other("not UTF-8 text")))
+}
+
 /// `path` with its nearest existing ancestor resolved to its real path and the rest re-appended:
 /// how a path is spelled once symbolic links are followed.
 pub(crate) fn real_path(path: &Path) -> PathBuf {
@@ -68,19 +108,10 @@ pub(crate) fn read<T: DeserializeOwned + Default>(
             source: io::Error::other("warden's own file is a symbolic link; remove it"),
         });
     }
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        // No directory (or a file where it should be) holds no state: nothing trusted, nothing
-        // remembered.
-        Err(err)
-            if matches!(
-                err.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(T::default());
-        }
-        Err(source) => return Err(ConfigError::Read { path, source }),
+    // No directory (or a file where it should be) holds no state: nothing trusted, nothing
+    // remembered.
+    let Some(text) = read_settings_file(&path)? else {
+        return Ok(T::default());
     };
     toml::from_str(&text).map_err(|err| {
         let (line, column) = err

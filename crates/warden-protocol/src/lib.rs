@@ -12,10 +12,12 @@ mod decision;
 mod ids;
 mod pattern;
 mod session;
+mod text;
 mod tool;
 
 pub use decision::{ApprovalRequest, Decision, DecisionKind, PolicyLayer, Rewrite, RiskLevel};
 pub use ids::{CallId, IdError, SessionId, ToolName};
 pub use pattern::wildcard;
 pub use session::{Budgets, Message, Role, SessionState, WorkingSet};
+pub use text::{printable, printable_text};
 pub use tool::{ToolCall, ToolError, ToolErrorKind, ToolEvent, ToolResult, ToolStatus};

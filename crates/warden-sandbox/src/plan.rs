@@ -140,6 +140,9 @@ const SYSTEM: &[&str] = &[
 ];
 
 /// Files under system directories that are never shown.
+/// How many entries of each protected directory are looked at for files with other names.
+const IDENTITY_LIMIT: usize = 4_096;
+
 const SYSTEM_SECRETS: &[&str] = &[
     "/etc/shadow",
     "/etc/gshadow",
@@ -314,14 +317,31 @@ impl Plan {
             })
             .collect();
         let sources: Vec<PathBuf> = roots.iter().map(|(s, _)| s.clone()).collect();
-        for file in crate::links::leading_outside(&sources) {
-            let seen_as = roots
+        // Other names of protected files: a hard link in the workspace to a hidden file (warden's
+        // trust records, a key) is hidden too, and one to a read-only file (the user's settings)
+        // stays read-only.
+        let hidden = crate::links::identities(&request.deny_read, IDENTITY_LIMIT);
+        let read_only = crate::links::identities(&request.deny_write, IDENTITY_LIMIT);
+        let linked = crate::links::linked(&sources, &hidden, &read_only);
+        let seen_as = |file: &Path| {
+            roots
                 .iter()
                 .filter(|(s, _)| file.starts_with(s))
                 .max_by_key(|(s, _)| depth(s))
-                .map(|(s, t)| t.join(file.strip_prefix(s).unwrap_or(&file)));
-            if let Some(target) = seen_as {
+                .map(|(s, t)| t.join(file.strip_prefix(s).unwrap_or(file)))
+        };
+        for file in linked.outside.iter().chain(&linked.hidden) {
+            if let Some(target) = seen_as(file) {
                 mounts.push(Mount::MaskFile { target });
+            }
+        }
+        for file in &linked.read_only {
+            if let Some(target) = seen_as(file) {
+                mounts.push(Mount::Bind {
+                    source: file.clone(),
+                    target,
+                    writable: false,
+                });
             }
         }
         mounts.sort_by_key(|m| depth(target(m)));

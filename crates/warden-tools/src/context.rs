@@ -156,7 +156,8 @@ impl ToolContext {
         }
         Ok(Self {
             cwd: settings.cwd.clone(),
-            paths: PathPolicy::new(&roots, &denied)?,
+            paths: PathPolicy::new(&roots, &denied)?
+                .with_hidden_files(&settings.dirs.state_files()),
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),

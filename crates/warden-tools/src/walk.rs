@@ -37,7 +37,7 @@ pub(crate) fn walker(base: &Path, exclude: &[String], policy: &PathPolicy) -> Wa
             {
                 return false;
             }
-            policy.denied_by(entry.path()).is_none()
+            policy.denied_by(entry.path()).is_none() && !policy.hides(entry.path())
         });
     builder.build_parallel()
 }

@@ -274,7 +274,15 @@ fn start(
             super::trust_for_this_command();
         }
         if answer != super::trust::RunAnswer::Declined {
+            let shown = settings.trust.digest.clone();
             settings = load_quietly(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
+            // Trusted for this run is what was shown, not what the files hold by now.
+            if settings.trust.digest != shown {
+                return Err(CliError::failure(anyhow!(
+                    "the project's settings files changed while you were deciding; run again to \
+                     see what they grant now"
+                )));
+            }
         }
     }
     super::report_trust(&settings);
@@ -289,7 +297,10 @@ fn start(
     let env = |name: &str| std::env::var(name).ok();
     let wanted = args.model.clone().or(saved_model);
     // A resumed run keeps its endpoint unless told otherwise.
-    let base_url = args.base_url.clone().or_else(|| state.base_url.clone());
+    let base_url = args
+        .base_url
+        .clone()
+        .or_else(|| state.base_url.clone().filter(|_| state.base_url_given));
     let spec = runtime
         .block_on(warden_model::select(
             wanted.as_deref(),
@@ -301,6 +312,7 @@ fn start(
             SelectError::NoneFound | SelectError::Unknown(_) => CliError::usage(anyhow!(e)),
         })?;
     state.base_url = Some(spec.base_url.clone());
+    state.base_url_given = base_url.is_some();
     let client = Client::new(spec).map_err(CliError::failure)?;
     let registry = Registry::builtin().map_err(CliError::failure)?;
     let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;

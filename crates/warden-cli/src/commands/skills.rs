@@ -74,7 +74,11 @@ fn print_problems(problems: &[Problem]) {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        eprintln!("{}{at}: {severity}: {}", p.file.display(), p.reason);
+        eprintln!(
+            "{}{at}: {severity}: {}",
+            p.file.display(),
+            warden_protocol::printable(&p.reason)
+        );
     }
 }
 
@@ -132,8 +136,9 @@ fn show(registry: &Registry, name: &str, json: bool) -> Result<Exit, CliError> {
     }
     let skill = &loaded.skill;
     let meta = &skill.meta;
-    println!("name:        {}", meta.name);
-    println!("description: {}", meta.description);
+    let p = warden_protocol::printable;
+    println!("name:        {}", p(meta.name.as_str()));
+    println!("description: {}", p(&meta.description));
     println!("path:        {}", skill.path.display());
     println!(
         "root:        {} ({})",
@@ -145,19 +150,20 @@ fn show(registry: &Registry, name: &str, json: bool) -> Result<Exit, CliError> {
         }
     );
     if let Some(version) = &meta.version {
-        println!("version:     {version}");
+        println!("version:     {}", p(version));
     }
     if let Some(tools) = &meta.allowed_tools {
-        println!("tools:       {}", tools.join(" "));
+        println!("tools:       {}", p(&tools.join(" ")));
     }
     if !meta.triggers.is_empty() {
-        println!("triggers:    {}", meta.triggers.join(", "));
+        println!("triggers:    {}", p(&meta.triggers.join(", ")));
     }
     if !meta.file_globs.is_empty() {
-        println!("file globs:  {}", meta.file_globs.join(", "));
+        println!("file globs:  {}", p(&meta.file_globs.join(", ")));
     }
     println!("sha256:      {}", skill.hash);
-    println!("\n{}", loaded.body);
+    // A project's skill is the repository's text: shown, never obeyed by the terminal.
+    println!("\n{}", warden_protocol::printable_text(&loaded.body));
     Ok(Exit::Success)
 }
 

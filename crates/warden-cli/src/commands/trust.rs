@@ -205,50 +205,11 @@ pub(super) fn trust(dir: Option<PathBuf>, args: &TrustArgs) -> Result<Exit, CliE
     }
     // What is recorded must be what was shown: the files may change while the person decides.
     let shown = settings;
-    let mut settings = load_quietly(dir.clone(), warden_config::RawSettings::default())?;
+    let settings = load_quietly(dir.clone(), warden_config::RawSettings::default())?;
     if settings.trust.digest != shown.trust.digest {
         return Err(changed_meanwhile());
     }
-    let mut moved = Vec::new();
-    let rules = warden_config::local_rules(&root).map_err(CliError::usage)?;
-    if !rules.is_empty() && !args.json && on_a_terminal() {
-        // Only on a terminal, rule by rule as shown: moved, they are the user's own and stay
-        // when the trust ends.
-        eprintln!("\n.warden/settings.local.toml holds these rules:");
-        for (_, rule) in &rules {
-            eprintln!("    {rule}");
-        }
-        let question = "Move them into warden's own remembered rules (kept outside the project \
-            where no repository can write them, and kept if you untrust it)? [y]es, [n]o: ";
-        if ask(question, &["yes", "no"], "no") == "yes" {
-            moved = warden_config::move_local_rules(&data_dir, &root, &rules)
-                .map_err(CliError::failure)?;
-            settings = load_quietly(dir, warden_config::RawSettings::default())?;
-            // Nothing but the moved rules may differ from what was shown.
-            let key = |i: &warden_config::IgnoredSetting| {
-                (i.file.clone(), i.key.clone(), i.value.clone())
-            };
-            let mut expected: Vec<_> = shown
-                .trust
-                .widening
-                .iter()
-                .filter(|i| !(i.key.starts_with("permissions.") && moved.contains(&i.value)))
-                .map(key)
-                .collect();
-            let mut now: Vec<_> = settings.trust.widening.iter().map(key).collect();
-            expected.sort();
-            now.sort();
-            if now != expected {
-                return Err(changed_meanwhile());
-            }
-        }
-    } else if !rules.is_empty() && !args.json {
-        eprintln!(
-            "warden: the {} of .warden/settings.local.toml stay there, honoured while the project \
-             is trusted; `warden trust` on a terminal offers to move them into your own",
-            count(rules.len(), "rule")
-        );
-    }
+    let (settings, moved) = offer_move(&shown, settings, dir, &data_dir, args.json)?;
     let file = warden_config::record_trust(
         &data_dir,
         &root,
@@ -273,6 +234,75 @@ pub(super) fn trust(dir: Option<PathBuf>, args: &TrustArgs) -> Result<Exit, CliE
         );
     }
     Ok(Exit::Success)
+}
+
+/// On a terminal, offers to move the rules of the project's `.warden/settings.local.toml` into
+/// the user's own remembered rules, as listed; returns the settings after the move and the
+/// rules moved. Anything but the moved rules changed meanwhile refuses the trust.
+fn offer_move(
+    shown: &Settings,
+    settings: Settings,
+    dir: Option<PathBuf>,
+    data_dir: &Path,
+    json: bool,
+) -> Result<(Settings, Vec<String>), CliError> {
+    let root = &shown.project_root;
+    let mut moved = Vec::new();
+    let mut settings = settings;
+    let rules = warden_config::local_rules(root).map_err(CliError::usage)?;
+    if !rules.is_empty() && !json && on_a_terminal() {
+        // Only on a terminal, rule by rule as shown: moved, they are the user's own and stay
+        // when the trust ends.
+        eprintln!("\n.warden/settings.local.toml holds these rules:");
+        for (_, rule) in &rules {
+            eprintln!("    {}", warden_protocol::printable(rule));
+        }
+        let question = "Move them into warden's own remembered rules (kept outside the project \
+            where no repository can write them, and kept if you untrust it)? [y]es, [n]o: ";
+        if ask(question, &["yes", "no"], "no") == "yes" {
+            moved = warden_config::move_local_rules(data_dir, root, &rules)
+                .map_err(CliError::failure)?;
+            settings = load_quietly(dir, warden_config::RawSettings::default())?;
+            // Nothing but the moved rules may differ from what was shown.
+            let local = root.join(".warden/settings.local.toml");
+            let shown_moved: Vec<String> = moved
+                .iter()
+                .map(|r| warden_protocol::printable(r))
+                .collect();
+            let key = |i: &warden_config::IgnoredSetting| {
+                (i.file.clone(), i.key.clone(), i.value.clone())
+            };
+            let mut expected: Vec<_> = shown
+                .trust
+                .widening
+                .iter()
+                .filter(|i| {
+                    !(i.file == local
+                        && matches!(i.key.as_str(), "permissions.allow" | "permissions.ask")
+                        && shown_moved.contains(&i.value))
+                })
+                .map(key)
+                .collect();
+            let mut now: Vec<_> = settings.trust.widening.iter().map(key).collect();
+            expected.sort();
+            now.sort();
+            if now != expected {
+                return Err(CliError::failure(anyhow!(
+                    "moved the {} you chose into your remembered rules, but the project's \
+                     settings files changed meanwhile, so it is not trusted: run `warden trust` \
+                     again to see what they grant now",
+                    count(moved.len(), "rule")
+                )));
+            }
+        }
+    } else if !rules.is_empty() && !json {
+        eprintln!(
+            "warden: the {} of .warden/settings.local.toml stay there, honoured while the project \
+             is trusted; `warden trust` on a terminal offers to move them into your own",
+            count(rules.len(), "rule")
+        );
+    }
+    Ok((settings, moved))
 }
 
 fn changed_meanwhile() -> CliError {
@@ -348,11 +378,18 @@ pub(super) fn untrust(dir: Option<PathBuf>, args: &UntrustArgs) -> Result<Exit, 
         Some(dir) => dir,
         None => std::env::current_dir().map_err(CliError::failure)?,
     };
+    let spelled = std::path::absolute(&dir).map_err(CliError::failure)?;
     let dir = dir
         .canonicalize()
         .map_err(|e| CliError::usage(anyhow!("{}: {e}", dir.display())))?;
+    let data_dir = data_dir()?;
+    // As the directory is now, and as it was spelled: a trusted root since replaced by a link
+    // elsewhere is still its own record.
     let root = warden_config::project_root(&dir);
-    let removed = warden_config::forget_trust(&data_dir()?, &root).map_err(CliError::failure)?;
+    let mut removed = warden_config::forget_trust(&data_dir, &root).map_err(CliError::failure)?;
+    if !removed && spelled != root {
+        removed = warden_config::forget_trust(&data_dir, &spelled).map_err(CliError::failure)?;
+    }
     if removed {
         eprintln!("warden: {} is no longer trusted", root.display());
         Ok(Exit::Success)

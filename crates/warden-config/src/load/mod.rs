@@ -276,14 +276,7 @@ fn org_outside_managed(origin: String, opts: &LoadOptions) -> ConfigError {
 }
 
 fn read_if_present(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        }),
-    }
+    crate::state::read_settings_file(path)
 }
 
 /// The line of the first `[org]` header or `org` key, for the error message.
@@ -325,7 +318,8 @@ pub fn parse_str(text: &str, origin: &Path) -> Result<RawSettings, ConfigError> 
             path: origin.to_owned(),
             line,
             column,
-            message: err.message().trim_end().to_owned(),
+            // A repository's file: what it holds is shown, never obeyed by the terminal.
+            message: warden_protocol::printable(err.message().trim_end()),
         }
     })?;
     serde_path_to_error::deserialize(deserializer).map_err(|err| {
@@ -339,9 +333,9 @@ pub fn parse_str(text: &str, origin: &Path) -> Result<RawSettings, ConfigError> 
             key: if key == "." {
                 "(top level)".to_owned()
             } else {
-                key
+                warden_protocol::printable(&key)
             },
-            message: inner.message().trim_end().to_owned(),
+            message: warden_protocol::printable(inner.message().trim_end()),
         }
     })
 }

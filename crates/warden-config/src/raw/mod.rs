@@ -30,8 +30,10 @@ pub struct RawSettings {
     /// Projects whose own settings files are honoured in full without `warden trust`, as
     /// absolute paths or `~/…`, where `*` matches within one directory name and `**` any
     /// number of directories (`~/src/*` trusts the projects directly below `~/src`; `**` also
-    /// trusts a project a command could make deeper inside one). Only the user's settings and
-    /// the managed file may set this. Default empty.
+    /// trusts a project a command could make deeper inside one). A pattern is matched as
+    /// written against the project's real path, `~` being the real home directory; a link along
+    /// it is not followed. Only the user's settings and the managed file may set this. Default
+    /// empty.
     pub trusted_projects: Option<Vec<String>>,
     /// Permission mode and the allow, ask and deny rules of the policy engine.
     pub permissions: Option<RawPermissions>,

@@ -152,8 +152,8 @@ impl<'a> Gatekeeper<'a> {
             out.push(IgnoredSetting {
                 file: gk.file.to_path_buf(),
                 line: gk.line(&at),
-                key: printable(&key),
-                value: printable(&shown_value(shown)),
+                key: warden_protocol::printable(&key),
+                value: warden_protocol::printable(&shown_value(shown)),
                 what: gk.what.to_owned(),
                 why: why.to_owned(),
             });
@@ -234,22 +234,6 @@ fn set_only(value: &impl Serialize) -> Value {
         }
     }
     prune(serde_json::to_value(value).unwrap_or(Value::Null))
-}
-
-/// `text` with every control character (escape sequences that would redraw a terminal) and
-/// every bidirectional override (text that reads other than it is) spelled as `\u{…}`: a
-/// repository's values are shown to a person deciding whether to trust it.
-pub(crate) fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A value as a report shows it: strings bare, a table as `key=value` pairs, a list joined.

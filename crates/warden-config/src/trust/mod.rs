@@ -355,20 +355,6 @@ fn path_matches(pattern: &str, path: &str) -> bool {
     matches(&split(pattern), &split(path))
 }
 
-/// `pattern` with the directories before its first wildcard resolved to their real path, as
-/// project roots are.
-fn real_prefix(pattern: &str) -> String {
-    let fixed = pattern.find('*').map_or(pattern, |at| &pattern[..at]);
-    let Some(cut) = fixed.rfind('/') else {
-        return pattern.to_owned();
-    };
-    let (dir, rest) = pattern.split_at(cut);
-    match Path::new(if dir.is_empty() { "/" } else { dir }).canonicalize() {
-        Ok(real) => format!("{}{rest}", real.display()).replacen("//", "/", 1),
-        Err(_) => pattern.to_owned(),
-    }
-}
-
 fn digest_of(material: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
     let text = serde_json::to_string(material).unwrap_or_default();
     let hash = Sha256::digest(text.as_bytes());
@@ -415,8 +401,9 @@ fn by_pattern(root: &Path, inputs: &TrustInputs<'_>) -> Option<TrustBasis> {
             None if pattern.starts_with('/') => pattern.clone(),
             None => return None,
         };
-        let expanded = real_prefix(expanded.trim_end_matches('/'));
-        path_matches(&expanded, &root_text).then(|| TrustBasis::Pattern {
+        // Matched as written against the root's real path: a link along the pattern is not
+        // followed (a repository could point one elsewhere).
+        path_matches(expanded.trim_end_matches('/'), &root_text).then(|| TrustBasis::Pattern {
             pattern: pattern.clone(),
             file: file.clone(),
         })

@@ -494,11 +494,10 @@ fn trusted_projects_trusts_from_the_user_layer_only() {
     assert!(s.trust.ignored.iter().any(|i| i.key == "trusted_projects"));
     fs::remove_file(m.root.join(".warden/settings.local.toml")).unwrap();
     // From the user's settings, with `~/` and a wildcard.
-    fs::create_dir_all(m.base.join("home")).unwrap();
-    let src = m.base.join("src");
-    std::os::unix::fs::symlink(&src, m.base.join("home/src")).unwrap();
     m.user("trusted_projects = [\"/nowhere/*\", \"~/src/*\"]\n");
-    let s = m.load();
+    let mut opts = m.options();
+    opts.home = Some(m.base.clone());
+    let s = load(&opts).unwrap();
     assert!(s.trust.trusted, "{:?}", s.trust.basis);
     assert!(
         matches!(&s.trust.basis, TrustBasis::Pattern { pattern, .. } if pattern == "~/src/*"),
@@ -506,6 +505,10 @@ fn trusted_projects_trusts_from_the_user_layer_only() {
         s.trust.basis
     );
     assert_eq!(s.permissions.allow, ["Bash(*)"]);
+    // A link along the pattern is not followed: `~/link/*` with `~/link` leading to `src`.
+    std::os::unix::fs::symlink(m.base.join("src"), m.base.join("link")).unwrap();
+    m.user("trusted_projects = [\"~/link/*\"]\n");
+    assert!(!load(&opts).unwrap().trust.trusted);
 }
 
 #[test]

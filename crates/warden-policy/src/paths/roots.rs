@@ -33,6 +33,9 @@ pub struct PathPolicy {
     patterns: Vec<String>,
     relative_owner: Vec<usize>,
     absolute_owner: Vec<usize>,
+    /// (device, inode) of protected files that have other names: a hard link to one elsewhere
+    /// in the roots is refused like the file itself.
+    hidden: std::sync::Arc<std::collections::HashSet<(u64, u64)>>,
 }
 
 /// A path that passed every check.
@@ -102,7 +105,33 @@ impl PathPolicy {
             patterns: denied.to_vec(),
             relative_owner,
             absolute_owner,
+            hidden: std::sync::Arc::default(),
         })
+    }
+
+    /// Refuses, besides the patterns, every other name of `files` (hard links to them): files
+    /// whose path is protected but whose content a link elsewhere would still reach. Only
+    /// files with more than one name need it.
+    #[must_use]
+    pub fn with_hidden_files(mut self, files: &[PathBuf]) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        let ids = files
+            .iter()
+            .filter_map(|f| std::fs::symlink_metadata(f).ok())
+            .filter(|m| m.is_file() && m.nlink() > 1)
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        self.hidden = std::sync::Arc::new(ids);
+        self
+    }
+
+    /// Whether `path` is another name of a file [`PathPolicy::with_hidden_files`] hides.
+    pub fn hides(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        !self.hidden.is_empty()
+            && std::fs::symlink_metadata(path).is_ok_and(|m| {
+                m.is_file() && m.nlink() > 1 && self.hidden.contains(&(m.dev(), m.ino()))
+            })
     }
 
     /// The canonical roots, primary first.
@@ -175,6 +204,12 @@ impl PathPolicy {
         }
         if let Some(pattern) = self.denied_by(&real) {
             return Err(denied(input, pattern));
+        }
+        if self.hides(&real) {
+            return Err(denied(
+                input,
+                "another name (a hard link) of a protected file",
+            ));
         }
         let display = self.display(&real);
         Ok(ResolvedPath { real, display })
