@@ -17,6 +17,7 @@ mod pathrules;
 mod paths;
 pub mod risk;
 mod rules;
+pub mod secrets;
 pub mod shell;
 
 pub use approvals::remembered_rule;
@@ -25,3 +26,4 @@ pub use error::PolicyError;
 pub use modes::{Outcome, Row};
 pub use paths::{PathPolicy, PatternError, Protection, ResolvedPath, Target, normalize, real_path};
 pub use rules::{Anchors, Rule, RuleError, RuleKind, RuleTool};
+pub use secrets::{Secret, Secrets};

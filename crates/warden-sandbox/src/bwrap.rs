@@ -109,7 +109,11 @@ pub(crate) fn arguments(plan: &Plan, filters: usize) -> Vec<String> {
                 }
             }
             Mount::MaskFile { target } => {
-                a.extend(["--ro-bind".to_owned(), "/dev/null".to_owned(), path(target)]);
+                a.extend([
+                    "--ro-bind".to_owned(),
+                    path(&plan.mask_source),
+                    path(target),
+                ]);
             }
         }
     }

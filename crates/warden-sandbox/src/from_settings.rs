@@ -170,6 +170,8 @@ pub fn request_from_settings(
         cwd: None,
         sized: Vec::new(),
         collect: Vec::new(),
+        // The caller's secret list: the sandbox decides nothing.
+        mask: crate::masking::MaskRule::default(),
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),

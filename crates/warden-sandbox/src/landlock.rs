@@ -108,6 +108,8 @@ mod tests {
             limits: crate::plan::Limits::default(),
             require_landlock: false,
             placeholders: Vec::new(),
+            unmasked: Vec::new(),
+            mask_source: PathBuf::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         };

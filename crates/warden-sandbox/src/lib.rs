@@ -16,6 +16,7 @@ mod from_settings;
 mod helper;
 mod landlock;
 mod links;
+mod masking;
 mod mounts;
 mod placeholder;
 mod plan;
@@ -31,6 +32,7 @@ pub use from_settings::{
     request_from_settings,
 };
 pub use helper::{Collected, INSIDE_ID, LAYERS, Usage, main as helper_main};
+pub use masking::{MaskDecision, MaskRule, Masking};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{

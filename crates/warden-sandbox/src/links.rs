@@ -7,19 +7,24 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
+use crate::masking::{Kept, MaskDecision, MaskRule, Masking};
+
 /// Per (device, inode): the link count, and the names found under the roots.
 type Seen = HashMap<(u64, u64), (u64, Vec<PathBuf>)>;
 
 /// A file's identity: (device, inode).
 pub(crate) type Identity = (u64, u64);
 
-/// What the walk found: files with a link outside the roots, and files sharing their inode with
-/// one of the `hidden` or `read_only` identities (another name for a protected file).
+/// What the walk found: files with a link outside the roots, files sharing their inode with
+/// one of the `hidden` or `read_only` identities (another name for a protected file), files the
+/// masking rule masks, and files it would have masked but for the user's `unmask`.
 #[derive(Debug, Default)]
 pub(crate) struct Linked {
     pub(crate) outside: Vec<PathBuf>,
     pub(crate) hidden: Vec<PathBuf>,
     pub(crate) read_only: Vec<PathBuf>,
+    pub(crate) masked: Vec<PathBuf>,
+    pub(crate) unmasked: Vec<PathBuf>,
 }
 
 /// The identities of the multiply-linked files at or below `paths`: only those can have
@@ -64,13 +69,117 @@ pub(crate) fn identities(paths: &[PathBuf], limit: usize) -> HashSet<Identity> {
     found
 }
 
-/// One walk of `roots`: the files with a link outside all of them, and the other names of the
-/// `hidden` and `read_only` files.
+/// One walk of `roots`: the files with a link outside all of them, the other names of the
+/// `hidden` and `read_only` files, and what `rule` masks (or the user unmasked). The walks of
+/// `kept_roots` (read-only ones a command cannot change) come from `mask` when an earlier
+/// command made them.
 pub(crate) fn linked(
-    roots: &[PathBuf],
+    roots: &Roots<'_>,
     hidden: &HashSet<Identity>,
     read_only: &HashSet<Identity>,
+    mask: &MaskRule,
 ) -> Linked {
+    let rule = mask.rule().map(|r| &**r);
+    let mut seen = Seen::new();
+    let mut found = Kept::default();
+    let full = outermost(roots.writable);
+    for root in &full {
+        walk(root, &mut seen, rule, &mut found);
+    }
+    // Read-only roots: their links outside are what the user let be read, but another name of
+    // a hidden file is hidden there too.
+    let mut seen_read = Seen::new();
+    for root in outermost(roots.readable) {
+        if !full.iter().any(|r| root.starts_with(r)) {
+            walk(root, &mut seen_read, rule, &mut found);
+        }
+    }
+    if let Some(rule) = rule {
+        for root in outermost(roots.kept) {
+            if full.iter().any(|r| root.starts_with(r)) {
+                continue;
+            }
+            let kept = mask.read_only_root(root, || names_walk(root, rule));
+            // What was masked then and is gone now has no mount point left.
+            found
+                .masked
+                .extend(kept.masked.into_iter().filter(|p| p.is_file()));
+            found
+                .unmasked
+                .extend(kept.unmasked.into_iter().filter(|p| p.is_file()));
+        }
+        for path in rule.always_checked() {
+            let under = roots.kept.iter().any(|r| path.starts_with(r));
+            if under
+                && path.is_file()
+                && !found.masked.contains(&path)
+                && rule.decide(&path, false, &mut || crate::masking::head(&path))
+                    == MaskDecision::Masked
+            {
+                found.masked.push(path);
+            }
+        }
+    }
+    let mut linked = Linked {
+        masked: found.masked,
+        unmasked: found.unmasked,
+        ..Linked::default()
+    };
+    // Another name of a masked file is masked too: `ln .env notes.txt` made before the run.
+    let masked_ids: HashSet<Identity> = linked
+        .masked
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.nlink() > 1)
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    for ((dev, ino), (_, paths)) in seen_read {
+        if hidden.contains(&(dev, ino)) {
+            linked.hidden.extend(paths);
+        } else if masked_ids.contains(&(dev, ino)) {
+            linked.masked.extend(paths);
+        }
+    }
+    for (id, (_, paths)) in &seen {
+        if masked_ids.contains(id) {
+            linked.masked.extend(paths.iter().cloned());
+        }
+    }
+    for ((dev, ino), (nlink, paths)) in seen {
+        let id = (dev, ino);
+        if hidden.contains(&id) {
+            linked.hidden.extend(paths);
+        } else if u64::try_from(paths.len()).unwrap_or(u64::MAX) < nlink {
+            linked.outside.extend(paths);
+        } else if read_only.contains(&id) {
+            linked.read_only.extend(paths);
+        }
+    }
+    for list in [
+        &mut linked.outside,
+        &mut linked.hidden,
+        &mut linked.read_only,
+        &mut linked.masked,
+        &mut linked.unmasked,
+    ] {
+        list.sort();
+        list.dedup();
+    }
+    linked
+}
+
+/// The roots of one command, by how the walk treats them.
+pub(crate) struct Roots<'a> {
+    /// Writable roots and the workspace: walked every time, links outside masked.
+    pub(crate) writable: &'a [PathBuf],
+    /// Other readable roots: walked every time.
+    pub(crate) readable: &'a [PathBuf],
+    /// Read-only roots no command can change (toolchain directories): walked once per rule.
+    pub(crate) kept: &'a [PathBuf],
+}
+
+/// `roots` without those inside another.
+fn outermost(roots: &[PathBuf]) -> Vec<&PathBuf> {
     let mut outer: Vec<&PathBuf> = Vec::new();
     let mut sorted: Vec<&PathBuf> = roots.iter().collect();
     sorted.sort_by_key(|p| p.components().count());
@@ -79,69 +188,116 @@ pub(crate) fn linked(
             outer.push(root);
         }
     }
-    let mut seen = Seen::new();
-    for root in outer {
-        walk(root, &mut seen);
-    }
-    let mut found = Linked::default();
-    for ((dev, ino), (nlink, paths)) in seen {
-        let id = (dev, ino);
-        if hidden.contains(&id) {
-            found.hidden.extend(paths);
-        } else if u64::try_from(paths.len()).unwrap_or(u64::MAX) < nlink {
-            found.outside.extend(paths);
-        } else if read_only.contains(&id) {
-            found.read_only.extend(paths);
-        }
-    }
-    found.outside.sort();
-    found.hidden.sort();
-    found.read_only.sort();
-    found
+    outer
 }
 
 /// The files under `roots` that share their inode with a file outside all of them.
 #[cfg(test)]
 pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut outer: Vec<&PathBuf> = Vec::new();
-    let mut sorted: Vec<&PathBuf> = roots.iter().collect();
-    sorted.sort_by_key(|p| p.components().count());
-    for root in sorted {
-        if !outer.iter().any(|o| root.starts_with(o)) {
-            outer.push(root);
-        }
-    }
-    let mut seen = Seen::new();
-    for root in outer {
-        walk(root, &mut seen);
-    }
-    let mut found: Vec<PathBuf> = seen
-        .into_values()
-        .filter(|(nlink, paths)| u64::try_from(paths.len()).unwrap_or(u64::MAX) < *nlink)
-        .flat_map(|(_, paths)| paths)
-        .collect();
-    found.sort();
-    found
+    let none = HashSet::new();
+    let roots = Roots {
+        writable: roots,
+        readable: &[],
+        kept: &[],
+    };
+    linked(&roots, &none, &none, &MaskRule::default()).outside
 }
 
-/// Records every multiply-linked non-directory under `root`. Directory entries carry their type,
-/// so only non-directories are `stat`ed.
-fn walk(root: &Path, seen: &mut Seen) {
+/// Whether a directory's entries hold a `*.pem`, `*.key` or `*.crt` file.
+fn holds_keys(entries: &[std::fs::DirEntry]) -> bool {
+    entries.iter().any(|e| is_key_name(&e.file_name()))
+}
+
+/// The walk of a read-only root for masking only: names from the directory entries, a `stat`
+/// or a read only for files whose name the rule may mask.
+fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
+    let mut found = Kept::default();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
+        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+        let keys_here = holds_keys(&entries);
+        for entry in entries {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             if kind.is_dir() {
                 dirs.push(entry.path());
-            } else if !kind.is_symlink()
-                && let Ok(meta) = entry.metadata()
-                && meta.nlink() > 1
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            let beside_key = keys_here && Path::new(name).extension().is_none();
+            if !rule.may_mask(name, beside_key) {
+                continue;
+            }
+            let path = entry.path();
+            match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
+                MaskDecision::Masked => found.masked.push(path),
+                MaskDecision::Unmasked => found.unmasked.push(path),
+                MaskDecision::Readable => {}
+            }
+        }
+    }
+    found
+}
+
+/// Records every multiply-linked non-directory under `root`, and asks `rule` about every
+/// regular file: what it masks, and what the user unmasked. Directory entries carry their type,
+/// so only non-directories are `stat`ed.
+fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Kept) {
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        // The names once, for the rule: each file's own, and whether a key sits here.
+        let entries: Vec<(std::fs::DirEntry, Option<Name>)> = entries
+            .flatten()
+            .map(|e| {
+                let name = rule.map(|_| Name::of(&e));
+                (e, name)
+            })
+            .collect();
+        let keys_here = entries
+            .iter()
+            .any(|(_, n)| n.as_ref().is_some_and(|n| n.key));
+        for (entry, name) in entries {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(entry.path());
+                continue;
+            }
+            if kind.is_symlink() {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if let Some(rule) = rule
+                && let Some(name) = &name
+                && meta.is_file()
             {
+                let beside_key = keys_here && name.bare;
+                if rule.may_mask(&name.text, beside_key) {
+                    let path = entry.path();
+                    match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
+                        MaskDecision::Masked => found.masked.push(path),
+                        MaskDecision::Unmasked => found.unmasked.push(path),
+                        MaskDecision::Readable => {}
+                    }
+                }
+            }
+            if meta.nlink() > 1 {
                 seen.entry((meta.dev(), meta.ino()))
                     .or_insert_with(|| (meta.nlink(), Vec::new()))
                     .1
@@ -149,6 +305,41 @@ fn walk(root: &Path, seen: &mut Seen) {
             }
         }
     }
+}
+
+/// A directory entry's name as the rule asks about it.
+struct Name {
+    text: String,
+    /// It has the extension of a key or certificate.
+    key: bool,
+    /// It has no extension.
+    bare: bool,
+}
+
+impl Name {
+    fn of(entry: &std::fs::DirEntry) -> Self {
+        let name = entry.file_name();
+        let extension = Path::new(&name).extension();
+        Name {
+            key: extension.is_some_and(is_key_extension),
+            bare: extension.is_none(),
+            text: name.into_string().unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether a file name has the extension of a key or certificate.
+fn is_key_name(name: &std::ffi::OsStr) -> bool {
+    Path::new(name).extension().is_some_and(is_key_extension)
+}
+
+/// `pem`, `key` or `crt`, in any case.
+fn is_key_extension(extension: &std::ffi::OsStr) -> bool {
+    extension.to_str().is_some_and(|x| {
+        ["pem", "key", "crt"]
+            .iter()
+            .any(|k| x.eq_ignore_ascii_case(k))
+    })
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub(crate) fn build(plan: &Plan) -> Result<(), String> {
     step("entering the new root", std::env::set_current_dir("/"))?;
 
     for mount in &plan.mounts {
-        make(mount)?;
+        make(mount, &plan.mask_source)?;
     }
     dev_and_proc()?;
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
@@ -81,7 +81,7 @@ fn host(path: &Path) -> PathBuf {
     Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
 }
 
-fn make(mount: &Mount) -> Result<(), String> {
+fn make(mount: &Mount, mask_source: &Path) -> Result<(), String> {
     match mount {
         Mount::Bind { source, target, .. } => {
             let source = host(source);
@@ -134,13 +134,7 @@ fn make(mount: &Mount) -> Result<(), String> {
             touch(target)?;
             step(
                 format_args!("masking {}", target.display()),
-                sys::mount(
-                    Some(&host(Path::new("/dev/null"))),
-                    target,
-                    None,
-                    libc::MS_BIND,
-                    None,
-                ),
+                sys::mount(Some(&host(mask_source)), target, None, libc::MS_BIND, None),
             )
         }
     }

@@ -82,6 +82,9 @@ pub struct Request {
     /// Files to copy out of a `sized` directory once the command has ended (nothing inside runs
     /// any more): source, under a sized directory, and destination on the host.
     pub collect: Vec<(PathBuf, PathBuf)>,
+    /// Which files of the roots the command may not read (warden's secret list).
+    #[serde(skip)]
+    pub mask: crate::masking::MaskRule,
 }
 
 /// How one mount is made.
@@ -132,6 +135,12 @@ pub struct Plan {
     /// See [`Request::collect`].
     #[serde(default)]
     pub collect: Vec<(PathBuf, PathBuf)>,
+    /// Secrets of the roots the user unmasked, readable to the command: recorded with it.
+    #[serde(default)]
+    pub unmasked: Vec<PathBuf>,
+    /// The empty file of mode `000` mounted over what is masked (opening it fails).
+    #[serde(default)]
+    pub mask_source: PathBuf,
 }
 
 /// System directories every command may read.
@@ -322,15 +331,58 @@ impl Plan {
         // stays read-only.
         let hidden = crate::links::identities(&request.deny_read, IDENTITY_LIMIT);
         let read_only = crate::links::identities(&request.deny_write, IDENTITY_LIMIT);
-        let linked = crate::links::linked(&sources, &hidden, &read_only);
+        let readable: Vec<PathBuf> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind { source, .. }
+                    if !sources.contains(source) && !request.home_allow.contains(source) =>
+                {
+                    Some(source.clone())
+                }
+                _ => None,
+            })
+            .filter(|s| !SYSTEM.iter().any(|d| s == Path::new(d)))
+            .collect();
+        let kept: Vec<PathBuf> = if request.profile == Profile::FullIsolated {
+            Vec::new()
+        } else {
+            request
+                .home_allow
+                .iter()
+                .filter(|p| p.is_dir())
+                .cloned()
+                .collect()
+        };
+        let linked = crate::links::linked(
+            &crate::links::Roots {
+                writable: &sources,
+                readable: &readable,
+                kept: &kept,
+            },
+            &hidden,
+            &read_only,
+            &request.mask,
+        );
+        let binds: Vec<(PathBuf, PathBuf)> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind { source, target, .. } => Some((source.clone(), target.clone())),
+                _ => None,
+            })
+            .collect();
         let seen_as = |file: &Path| {
-            roots
+            binds
                 .iter()
                 .filter(|(s, _)| file.starts_with(s))
                 .max_by_key(|(s, _)| depth(s))
                 .map(|(s, t)| t.join(file.strip_prefix(s).unwrap_or(file)))
         };
-        for file in linked.outside.iter().chain(&linked.hidden) {
+        for file in linked
+            .outside
+            .iter()
+            .chain(&linked.hidden)
+            .chain(&linked.masked)
+        {
             if let Some(target) = seen_as(file) {
                 mounts.push(Mount::MaskFile { target });
             }
@@ -345,6 +397,11 @@ impl Plan {
             }
         }
         mounts.sort_by_key(|m| depth(target(m)));
+        let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
+            crate::masking::mask_source()?
+        } else {
+            PathBuf::new()
+        };
         Ok(Self {
             program: request.program.clone(),
             args: request.args.clone(),
@@ -361,6 +418,8 @@ impl Plan {
             placeholders,
             sized: request.sized.clone(),
             collect: request.collect.clone(),
+            unmasked: linked.unmasked,
+            mask_source,
         })
     }
 }

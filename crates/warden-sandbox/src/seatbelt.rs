@@ -163,6 +163,8 @@ mod tests {
             limits: Limits::default(),
             require_landlock: false,
             placeholders: Vec::new(),
+            unmasked: Vec::new(),
+            mask_source: PathBuf::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         }

@@ -130,6 +130,11 @@ impl Tool for Bash {
         if outcome.timed_out {
             result["timedOut"] = json!(true);
         }
+        // Secrets the user unmasked were readable to it: said, for the trace.
+        if !plan.unmasked.is_empty() {
+            let shown: Vec<String> = plan.unmasked.iter().map(|p| ctx.paths.display(p)).collect();
+            result["unmaskedSecrets"] = json!(shown);
+        }
         // What went through the egress proxy during this command, and what it refused.
         if let (Some(egress), Some(before), Some(_)) = (&ctx.egress, before, plan.proxy_port) {
             let after = egress.proxy.counts();
@@ -168,6 +173,8 @@ fn request_for(ctx: &ToolContext, command: &str) -> Result<warden_sandbox::Reque
         request.workspace.clone_from(workspace);
         request
     };
+    // The one secret list, masked in every root the command can read.
+    request.mask = ctx.mask.clone();
     // The directories of active skills, read-only: their scripts run where they are.
     if let Ok(dirs) = ctx.skill_dirs.read() {
         for dir in dirs.iter().filter(|d| !d.starts_with(workspace)) {

@@ -111,6 +111,9 @@ pub struct ToolContext {
     pub sandbox_template: Option<warden_sandbox::Request>,
     /// The shell commands run so far, for the receipt of a manifest's run.
     pub commands: std::sync::Mutex<Vec<CommandRecord>>,
+    /// The secret list as the sandbox applies it to every command (the path policy applies the
+    /// same list to the file tools).
+    pub mask: warden_sandbox::MaskRule,
 }
 
 /// One shell command a session ran (or started in the background).
@@ -154,10 +157,16 @@ impl ToolContext {
                 denied.push(spec.strip_prefix("./").unwrap_or(spec).to_owned());
             }
         }
+        let secrets = std::sync::Arc::new(warden_policy::Secrets::from_settings(settings)?);
+        let mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(crate::SecretMask(
+            warden_policy::Secrets::clone(&secrets),
+        )));
         Ok(Self {
             cwd: settings.cwd.clone(),
             paths: PathPolicy::new(&roots, &denied)?
-                .with_hidden_files(&settings.dirs.state_files()),
+                .with_hidden_files(&settings.dirs.state_files())
+                .with_secrets(secrets),
+            mask,
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),

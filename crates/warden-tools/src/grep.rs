@@ -117,6 +117,7 @@ impl Tool for Grep {
         };
 
         let root = &base.real;
+        let key_dirs = std::sync::Mutex::default();
         let mut files = collect(
             walker(root, &caps.exclude, &ctx.paths),
             || {
@@ -129,6 +130,10 @@ impl Tool for Grep {
             },
             |searcher, entry, out| {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                // A secret's content is no search's to show (its name stays listable).
+                if ctx.paths.is_secret_in_walk(entry.path(), &key_dirs) {
                     return WalkState::Continue;
                 }
                 if let Some(filter) = &filter {

@@ -21,6 +21,7 @@ mod patch;
 mod read;
 mod registry;
 mod runner;
+mod secrets;
 mod sniff;
 mod walk;
 mod write;
@@ -36,5 +37,6 @@ pub use patch::{ApplyPatch, ApplyPatchArgs, FileOp, Hunk, apply_hunks, parse as 
 pub use read::{ReadFile, ReadFileArgs};
 pub use registry::{Registry, RegistryError, Tool, ToolSpec};
 pub use runner::{Checked, Executor, OnAsk, ToolRunner};
+pub use secrets::SecretMask;
 pub use warden_policy::{PathPolicy, PatternError, ResolvedPath, normalize};
 pub use write::{WriteFile, WriteFileArgs, replace_file};

@@ -48,108 +48,120 @@ impl Tool for ReadFile {
 
     fn run(&self, ctx: &ToolContext, args: ReadFileArgs) -> Result<Value, ToolError> {
         let resolved = ctx.paths.resolve(&ctx.cwd, &args.path)?;
-        let io_err = |err: std::io::Error| {
-            ToolError::new(ToolErrorKind::Io, format!("{}: {err}", args.path))
-        };
-        let meta = std::fs::metadata(&resolved.real).map_err(io_err)?;
-        if meta.is_dir() {
-            return Err(ToolError::new(
-                ToolErrorKind::IsDirectory,
-                format!("{}: is a directory; use glob to list files", args.path),
-            ));
-        }
-        if !meta.is_file() {
-            return Err(ToolError::new(
-                ToolErrorKind::NotAFile,
-                format!("{}: not a regular file", args.path),
-            ));
-        }
-        let caps = &ctx.caps.read;
-        let start = args.start_line.unwrap_or(1);
-        let (end, mut reason) = page_bounds(start, args.end_line, caps.page_lines)?;
-
-        let mut file = File::open(&resolved.real).map_err(io_err)?;
-        let mut head = vec![0; sniff::SNIFF_BYTES];
-        let n = read_full(&mut file, &mut head).map_err(io_err)?;
-        head.truncate(n);
-        if sniff::is_binary(&head) {
-            return Err(binary_error(&args.path, meta.len(), &head));
-        }
-
-        let mut out = Page::new(start, end, caps.max_bytes, caps.max_line_chars);
-        let mut whole = None;
-        let total_lines = if meta.len() <= WHOLE_FILE_LIMIT {
-            let mut data = head;
-            file.read_to_end(&mut data).map_err(io_err)?;
-            for (index, line) in (1u64..).zip(split_lines(&data)) {
-                if index > end || !out.push(index, line) {
-                    break;
-                }
-            }
-            let record = ReadRecord {
-                sha256: hex(&Sha256::digest(&data)),
-                len: meta.len(),
-                modified: meta.modified().ok(),
-            };
-            ctx.reads.record(resolved.real.clone(), record);
-            let total = count_lines(&data);
-            whole = Some(data);
-            Some(total)
-        } else {
-            stream_page(
-                BufReader::new(std::io::Cursor::new(head).chain(file)),
-                &mut out,
-            )
-            .map_err(io_err)?;
-            None
-        };
-        if out.binary {
-            return Err(binary_error(&args.path, meta.len(), b"\0"));
-        }
-        if let Some(total) = total_lines
-            && start > total.max(1)
-        {
-            return Err(ToolError::new(
-                ToolErrorKind::InvalidArguments,
-                format!(
-                    "startLine {start} is past the end of {} ({total} lines)",
-                    args.path
-                ),
-            )
-            .with_field("/startLine")
-            .with_expected(format!("an integer from 1 to {total}")));
-        }
-        if out.byte_capped {
-            reason = Some("max_bytes");
-        } else if reason.is_none() && args.end_line.is_none() && total_lines.is_none_or(|t| t > end)
-        {
-            reason = Some("page_limit");
-        }
-        let last = out.last.unwrap_or(start.saturating_sub(1));
-        let more = total_lines.is_none_or(|t| t > last);
-        let truncated = reason.is_some() && more;
-        let mut result = json!({
-            "path": resolved.display,
-            "range": if out.last.is_some() { format!("{start}-{last}") } else { String::new() },
-            "content": out.content,
-            "totalLines": total_lines,
-            "truncated": truncated,
-        });
-        if truncated {
-            result["truncationReason"] = json!(reason);
-            result["nextStartLine"] = json!(last + 1);
-            result["summary"] = json!(page_summary(start, last, total_lines));
-        }
-        if out.cut_lines > 0 {
-            result["linesCut"] = json!(out.cut_lines);
-        }
-        if let (Some(data), Some(first)) = (&whole, out.first)
-            && let Some(outline) = outline_of(data, first, last, total_lines)
-        {
-            result["outline"] = json!(outline);
+        let mut result = page(ctx, &args, &resolved)?;
+        // A secret the user unmasked: readable, and said so, for the trace.
+        if let Some(pattern) = ctx.paths.unmasked(&resolved.real) {
+            result["unmaskedSecret"] = json!(pattern);
         }
         Ok(result)
     }
+}
+
+/// The page of `resolved` that `args` asks for.
+fn page(
+    ctx: &ToolContext,
+    args: &ReadFileArgs,
+    resolved: &warden_policy::ResolvedPath,
+) -> Result<Value, ToolError> {
+    let io_err =
+        |err: std::io::Error| ToolError::new(ToolErrorKind::Io, format!("{}: {err}", args.path));
+    let meta = std::fs::metadata(&resolved.real).map_err(io_err)?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            ToolErrorKind::IsDirectory,
+            format!("{}: is a directory; use glob to list files", args.path),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::new(
+            ToolErrorKind::NotAFile,
+            format!("{}: not a regular file", args.path),
+        ));
+    }
+    let caps = &ctx.caps.read;
+    let start = args.start_line.unwrap_or(1);
+    let (end, mut reason) = page_bounds(start, args.end_line, caps.page_lines)?;
+
+    let mut file = File::open(&resolved.real).map_err(io_err)?;
+    let mut head = vec![0; sniff::SNIFF_BYTES];
+    let n = read_full(&mut file, &mut head).map_err(io_err)?;
+    head.truncate(n);
+    if sniff::is_binary(&head) {
+        return Err(binary_error(&args.path, meta.len(), &head));
+    }
+
+    let mut out = Page::new(start, end, caps.max_bytes, caps.max_line_chars);
+    let mut whole = None;
+    let total_lines = if meta.len() <= WHOLE_FILE_LIMIT {
+        let mut data = head;
+        file.read_to_end(&mut data).map_err(io_err)?;
+        for (index, line) in (1u64..).zip(split_lines(&data)) {
+            if index > end || !out.push(index, line) {
+                break;
+            }
+        }
+        let record = ReadRecord {
+            sha256: hex(&Sha256::digest(&data)),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        };
+        ctx.reads.record(resolved.real.clone(), record);
+        let total = count_lines(&data);
+        whole = Some(data);
+        Some(total)
+    } else {
+        stream_page(
+            BufReader::new(std::io::Cursor::new(head).chain(file)),
+            &mut out,
+        )
+        .map_err(io_err)?;
+        None
+    };
+    if out.binary {
+        return Err(binary_error(&args.path, meta.len(), b"\0"));
+    }
+    if let Some(total) = total_lines
+        && start > total.max(1)
+    {
+        return Err(ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            format!(
+                "startLine {start} is past the end of {} ({total} lines)",
+                args.path
+            ),
+        )
+        .with_field("/startLine")
+        .with_expected(format!("an integer from 1 to {total}")));
+    }
+    if out.byte_capped {
+        reason = Some("max_bytes");
+    } else if reason.is_none() && args.end_line.is_none() && total_lines.is_none_or(|t| t > end) {
+        reason = Some("page_limit");
+    }
+    let last = out.last.unwrap_or(start.saturating_sub(1));
+    let more = total_lines.is_none_or(|t| t > last);
+    let truncated = reason.is_some() && more;
+    let mut result = json!({
+        "path": resolved.display,
+        "range": if out.last.is_some() { format!("{start}-{last}") } else { String::new() },
+        "content": out.content,
+        "totalLines": total_lines,
+        "truncated": truncated,
+    });
+    if truncated {
+        result["truncationReason"] = json!(reason);
+        result["nextStartLine"] = json!(last + 1);
+        result["summary"] = json!(page_summary(start, last, total_lines));
+    }
+    if out.cut_lines > 0 {
+        result["linesCut"] = json!(out.cut_lines);
+    }
+    if let (Some(data), Some(first)) = (&whole, out.first)
+        && let Some(outline) = outline_of(data, first, last, total_lines)
+    {
+        result["outline"] = json!(outline);
+    }
+    Ok(result)
 }
 
 /// One line on a page that does not show the whole file.

@@ -350,9 +350,15 @@ impl Executor<'_> {
 /// What the trace keeps of a result: where and how much, never contents.
 fn summary(name: &str, output: &Value) -> Option<Value> {
     let keys: &[&str] = match name {
-        "readFile" => &["path", "range", "truncated"],
+        "readFile" => &["path", "range", "truncated", "unmaskedSecret"],
         "glob" | "grep" => &["totalMatches", "truncated"],
-        "bash" => &["exitCode", "durationMs", "truncated", "timedOut"],
+        "bash" => &[
+            "exitCode",
+            "durationMs",
+            "truncated",
+            "timedOut",
+            "unmaskedSecrets",
+        ],
         "writeFile" => &["path", "created", "bytesWritten", "diffSummary"],
         "editFile" => &["path", "applied", "changedRanges", "diffSummary"],
         "apply_patch" => &["files"],

@@ -136,6 +136,15 @@ pub(crate) fn target(ctx: &ToolContext, raw: &str) -> Result<Target, ToolError> 
             format!("{raw}: not a regular file"),
         ));
     }
+    // A secret is neither read nor replaced by the tools.
+    if real.is_file()
+        && let Some(secret) = ctx.paths.secret_of(&real)
+    {
+        return Err(ToolError::new(
+            ToolErrorKind::DeniedPath,
+            format!("{raw}: a secret ({secret}), which the file tools neither read nor replace"),
+        ));
+    }
     Ok(Target {
         display: ctx.paths.display(&real),
         real,

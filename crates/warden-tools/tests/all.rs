@@ -6,5 +6,6 @@ mod grep;
 mod patch;
 mod read;
 mod registry;
+mod secrets;
 mod support;
 mod write;

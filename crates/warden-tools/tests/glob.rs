@@ -58,13 +58,19 @@ fn honours_gitignore_and_default_excludes() {
 }
 
 #[test]
-fn denied_files_are_not_listed() {
+fn secrets_stay_listable_and_denied_paths_are_not_listed() {
     let ws = Workspace::new();
     ws.write(".env", "x");
-    ws.write("certs/a.pem", "x");
+    ws.write(
+        "certs/a.pem",
+        "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n",
+    );
+    ws.write("deploy/.aws/credentials", "x");
     ws.write("app.py", "x");
+    // A secret's name stays listable (as in the sandbox); its content does not.
     let out = ws.call("glob", json!({"pattern": "**/*"})).unwrap();
-    assert_eq!(matches(&out), ["app.py"]);
+    assert_eq!(matches(&out), [".env", "app.py", "certs/a.pem"]);
+    assert!(ws.call("readFile", json!({"path": "certs/a.pem"})).is_err());
 }
 
 #[test]

@@ -149,7 +149,14 @@ fn binaries_denied_files_and_excluded_dirs_are_skipped() {
     let ws = Workspace::new();
     ws.write("src/app.py", "token = 1\n");
     ws.write(".env", "token = SECRET\n");
-    ws.write("keys/deploy.pem", "token\n");
+    ws.write(
+        "keys/deploy.pem",
+        "-----BEGIN PRIVATE KEY-----\ntoken\n-----END PRIVATE KEY-----\n",
+    );
+    ws.write(
+        "keys/ca.pem",
+        "-----BEGIN CERTIFICATE-----\ntoken\n-----END CERTIFICATE-----\n",
+    );
     ws.write("node_modules/x/index.js", "token\n");
     let mut bin = b"token\0\x01\x02".to_vec();
     bin.extend_from_slice(b"token\n");
@@ -162,7 +169,8 @@ fn binaries_denied_files_and_excluded_dirs_are_skipped() {
     );
     let out = ws.call("grep", json!({"pattern": "token"})).unwrap();
     let files: Vec<_> = hits(&out).into_iter().map(|h| h.0).collect();
-    assert_eq!(files, ["src/app.py"]);
+    // A certificate is searched like any file; a private key is not.
+    assert_eq!(files, ["keys/ca.pem", "src/app.py"]);
     assert!(!out.to_string().contains("SECRET"));
     assert_eq!(
         ws.err_kind("grep", json!({"pattern": "token", "path": ".env"})),

@@ -153,26 +153,37 @@ fn a_symlink_leaving_the_roots_is_refused() {
 #[test]
 fn protected_files_are_denied_by_default() {
     let ws = Workspace::new();
-    for path in [
-        ".env",
-        ".env.production",
-        "config/.env.local",
-        "certs/server.pem",
-        "certs/server.key",
-        "id_rsa",
-        "keys/id_ed25519.pub",
-        "home/.ssh/config",
-        "deploy/.aws/credentials",
-        ".git/config",
+    let key = "-----BEGIN RSA PRIVATE KEY-----\nSECRET\n-----END RSA PRIVATE KEY-----\n";
+    for (path, content) in [
+        (".env", "SECRET=1\n"),
+        (".env.production", "SECRET=1\n"),
+        ("config/.env.local", "SECRET=1\n"),
+        ("certs/server.pem", key),
+        ("certs/server.key", key),
+        ("certs/server", key),
+        ("id_rsa", "SECRET=1\n"),
+        ("home/.ssh/config", "SECRET=1\n"),
+        ("deploy/.aws/credentials", "SECRET=1\n"),
+        ("store.p12", "SECRET=1\n"),
+        (".git/config", "SECRET=1\n"),
     ] {
-        ws.write(path, "SECRET=1\n");
+        ws.write(path, content);
         let err = ws.err("readFile", json!({"path": path}));
         assert_eq!(err.kind, ToolErrorKind::DeniedPath, "{path}");
         assert!(err.message.contains("denied"), "{path}: {}", err.message);
     }
-    // Near misses are ordinary files.
-    for path in ["src/environment.rs", "docs/keys.md", "git/config"] {
-        ws.write(path, "ok\n");
+    // Near misses are ordinary files: templates, public keys, certificates.
+    let cert = "-----BEGIN CERTIFICATE-----\nok\n-----END CERTIFICATE-----\n";
+    for (path, content) in [
+        ("src/environment.rs", "ok\n"),
+        ("docs/keys.md", "ok\n"),
+        ("git/config", "ok\n"),
+        (".env.example", "KEY=\n"),
+        ("keys/id_ed25519.pub", "ssh-ed25519 AAAA\n"),
+        ("certs/ca.pem", cert),
+        ("certs/README", "ok\n"),
+    ] {
+        ws.write(path, content);
         assert!(ws.call("readFile", json!({"path": path})).is_ok(), "{path}");
     }
 }

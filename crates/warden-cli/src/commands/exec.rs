@@ -113,13 +113,48 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         );
     }
     if args.json {
-        let sandbox =
-            json!({"backend": used, "profile": request.profile.as_str(), "layers": outcome.layers});
+        let sandbox = json!({
+            "backend": used,
+            "profile": request.profile.as_str(),
+            "layers": outcome.layers,
+            "unmaskedSecrets": plan.unmasked,
+        });
         print_json(&result(args, &workspace, &outcome, &sandbox, network))?;
     }
+    report_unmasked(&plan, args, &workspace);
     Ok(Exit::Code(
         u8::try_from(outcome.exit_code.clamp(0, 255)).unwrap_or(1),
     ))
+}
+
+/// Secrets the user unmasked that the command could read: in the trace (every read of one is),
+/// and said on standard error unless the output is JSON (where `sandbox.unmaskedSecrets` says).
+fn report_unmasked(plan: &Plan, args: &ExecArgs, workspace: &Path) {
+    if !plan.unmasked.is_empty() {
+        // Every read of an unmasked secret is in the trace: this command could read these.
+        let event = json!({
+            "command": args.command,
+            "workspace": workspace,
+            "unmaskedSecrets": plan.unmasked,
+        });
+        if let Ok(store) = super::open_trace() {
+            let _ = store.record_agent_event(
+                &warden_protocol::SessionId::new(),
+                "unmasked_secrets_readable",
+                &event,
+            );
+        }
+    }
+    if !args.json && !plan.unmasked.is_empty() {
+        eprintln!(
+            "warden: secrets you unmasked were readable to the command: {}",
+            plan.unmasked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }
 
 /// The egress proxy of an allowlist run, and the session its connections are traced under.
@@ -180,6 +215,10 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
         .ok_or_else(|| usage(anyhow!("no program given after --")))?;
     let mut request = request_from_settings(settings, workspace, program, rest, &args.env)
         .map_err(|e| usage(anyhow!(e)))?;
+    // The one secret list, as the file tools apply it.
+    let secrets = warden_policy::Secrets::from_settings(settings).map_err(usage)?;
+    request.mask =
+        warden_sandbox::MaskRule::new(std::sync::Arc::new(warden_tools::SecretMask(secrets)));
     if let Some(name) = &args.profile {
         request.profile = profile(name).map_err(|e| usage(anyhow!(e)))?;
     }

@@ -88,6 +88,11 @@ pub struct RawPermissions {
     /// Risk levels for programs, `name = "L0"` … `"L5"`, added to or overriding the built-in
     /// table (e.g. `deploy-tool = "L4"`). Default empty.
     pub risk: Option<BTreeMap<String, RiskName>>,
+    /// Built-in secrets made readable again, to the file tools and to commands alike: path
+    /// patterns like `protected_paths` (`.env`, `tls/dev.key`, `~/.npmrc`). Every read of one
+    /// is recorded in the trace. The protected paths (`~/.ssh`, …) stay. Only the user's
+    /// settings and the managed file may set this. Default empty.
+    pub unmask: Option<Vec<String>>,
 }
 
 merge_struct!(RawPermissions {
@@ -97,6 +102,7 @@ merge_struct!(RawPermissions {
     deny,
     protected_paths,
     risk,
+    unmask,
 });
 
 /// `[sandbox]`: how commands are confined.

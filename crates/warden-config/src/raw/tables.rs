@@ -43,9 +43,10 @@ merge_struct!(RawWriteTool { max_bytes });
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct RawReadTool {
-    /// Glob patterns of files never read. Layers add to the default list; no layer can remove
-    /// its entries. Default `[".env*", "*.pem", "*.key", "id_rsa*", "id_ed25519*",
-    /// "**/.ssh/**", "**/.aws/**", ".git/config"]`.
+    /// Glob patterns of files the read tool never reads, besides the secret list it shares with
+    /// the sandbox (`.env`, private keys, credentials: see `[permissions] unmask`). Layers add
+    /// to the default list; no layer can remove its entries. Default `["**/.ssh/**",
+    /// "**/.aws/**", ".git/config"]`.
     pub deny: Option<Vec<String>>,
     /// Lines returned per page. Default `2000`.
     pub page_lines: Option<usize>,

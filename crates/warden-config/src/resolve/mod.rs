@@ -144,6 +144,7 @@ fn build_permissions(raw: RawPermissions) -> Permissions {
         deny,
         protected_paths,
         risk,
+        unmask,
     } = raw;
     Permissions {
         mode: mode.unwrap_or_default(),
@@ -154,6 +155,7 @@ fn build_permissions(raw: RawPermissions) -> Permissions {
         risk: risk.unwrap_or_default(),
         project_ask: Vec::new(),
         project_risk: BTreeMap::new(),
+        unmask: list(unmask),
     }
 }
 

@@ -50,7 +50,7 @@ fn read_deny_defaults_cannot_be_removed_by_a_user_layer() {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-    expected.push("secrets/**".to_owned());
+    expected.extend(["secrets/**".to_owned(), "*.pem".to_owned()]);
     assert_eq!(settings.tools.read.deny, expected);
     // Other default lists are replaced when a layer sets them.
     assert_eq!(settings.tools.glob.exclude, ["out"]);

@@ -277,6 +277,8 @@ pub struct Permissions {
     /// Risk levels of an untrusted project: a floor for the program's level, never lowering
     /// it. Default empty.
     pub project_risk: BTreeMap<String, RiskName>,
+    /// Built-in secrets made readable again (user and managed settings only). Default empty.
+    pub unmask: Vec<String>,
 }
 
 /// A risk level, as settings name it: `L0` (information) to `L5` (privilege, secrets).

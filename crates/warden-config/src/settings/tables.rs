@@ -53,17 +53,9 @@ pub struct ReadTool {
 }
 
 impl ReadTool {
-    /// Secrets the read tool refuses whatever the settings say.
-    pub const DEFAULT_DENY: [&'static str; 8] = [
-        ".env*",
-        "*.pem",
-        "*.key",
-        "id_rsa*",
-        "id_ed25519*",
-        "**/.ssh/**",
-        "**/.aws/**",
-        ".git/config",
-    ];
+    /// What the read tool refuses besides the one secret list (`.env`, keys, credentials),
+    /// which it shares with the sandbox, whatever the settings say.
+    pub const DEFAULT_DENY: [&'static str; 3] = ["**/.ssh/**", "**/.aws/**", ".git/config"];
 }
 
 impl Default for ReadTool {

@@ -39,7 +39,7 @@ fn defaults_are_complete_and_match_the_contract() {
     );
     assert_eq!(sandbox.env.set, BTreeMap::new());
     let t = &s.tools;
-    assert_eq!(t.read.deny.len(), 8);
+    assert_eq!(t.read.deny, ["**/.ssh/**", "**/.aws/**", ".git/config"]);
     assert_eq!(
         (t.read.page_lines, t.read.max_bytes, t.read.max_line_chars),
         (2000, 262_144, 2000)

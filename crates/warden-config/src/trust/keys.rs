@@ -34,6 +34,7 @@ gate_table!(RawPermissions => Permissions {
     deny: Adds = "a rule that refuses what it matches",
     protected_paths: Adds = "a path no tool or command may touch",
     risk: RaisesOnly = "a program's risk level",
+    unmask: UserOnly = "a secret made readable",
 });
 
 gate_table!(RawSandbox => Sandbox {

@@ -44,6 +44,7 @@ const SAMPLES: &[Sample] = &[
         "permissions.allow",
         "[permissions]\nallow = [\"Bash(*)\"]\n",
     ),
+    sample("permissions.unmask", "[permissions]\nunmask = [\".env\"]\n"),
     sample("sandbox.enabled", "[sandbox]\nenabled = false\n"),
     sample(
         "sandbox.fail_if_unavailable",

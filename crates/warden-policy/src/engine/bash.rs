@@ -187,14 +187,11 @@ impl Engine {
             list.iter()
                 .chain(unresolved(unknown, cwd, home).iter())
                 .find_map(|(raw, target)| {
-                    let hit = target.both().into_iter().find_map(|p| {
-                        if write {
-                            self.protection.write(p)
-                        } else {
-                            self.protection.read(p)
-                        }
-                    });
-                    hit.map(|pattern| (raw.clone(), pattern.to_owned()))
+                    let hit = target
+                        .both()
+                        .into_iter()
+                        .find_map(|p| self.guarded(p, write));
+                    hit.map(|pattern| (raw.clone(), pattern))
                 })
         };
         for (write, list, unknown) in [(false, &reads, &cmd.reads), (true, &writes, &cmd.writes)] {

@@ -19,6 +19,7 @@ use crate::modes::Outcome;
 use crate::pathrules::PathRules;
 use crate::paths::{self, Protection};
 use crate::rules::{Anchors, Rule, RuleKind, RuleTool};
+use crate::secrets::Secrets;
 use crate::shell::{self, Analysis};
 
 /// What is being asked for.
@@ -158,6 +159,9 @@ pub struct Engine {
     /// Recent shell analyses: parsing is pure, and sessions repeat their commands.
     analyses: AnalysisCache,
     protection: Protection,
+    /// The one secret list: what its names say, the engine refuses; what only content tells,
+    /// the tools and the sandbox mask.
+    secrets: Secrets,
     anchors: Anchors,
     read_roots: Vec<PathBuf>,
     writable: Vec<PathBuf>,
@@ -229,30 +233,19 @@ impl Engine {
                 rules.push(rule);
             }
         }
-        let mut project_asks = Vec::new();
-        for text in &perms.project_ask {
-            let rule = Rule::parse(text, RuleKind::Ask, &anchors)
-                .map_err(|source| PolicyError::rule(settings, RuleKind::Ask, source))?;
-            project_asks.push(rule);
-        }
+        let cargo = std::env::var_os("CARGO_HOME")
+            .filter(|c| !c.is_empty())
+            .map_or_else(|| anchors.home.join(".cargo"), PathBuf::from);
+        let secrets = Secrets::new(settings, &anchors.home, &paths::real_path(&cargo))
+            .map_err(PolicyError::Pattern)?;
+        let project_asks = perms
+            .project_ask
+            .iter()
+            .map(|text| Rule::parse(text, RuleKind::Ask, &anchors))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|source| PolicyError::rule(settings, RuleKind::Ask, source))?;
         let fs = &settings.sandbox.filesystem;
-        let mut read_protected = perms.protected_paths.clone();
-        read_protected.extend(fs.deny_read.iter().cloned());
-        read_protected.extend(settings.tools.read.deny.iter().cloned());
-        // warden's own files: the trust records, the remembered rules, the trace, the user's
-        // configuration. Whatever the settings allow, no tool changes them.
-        let own =
-            |paths: Vec<PathBuf>| paths.iter().map(|p| literal_pattern(p)).collect::<Vec<_>>();
-        read_protected.extend(own(settings.dirs.state_files()));
-        let mut write_protected = fs.deny_write.clone();
-        write_protected.extend(own(settings.dirs.protected()));
-        let protection = Protection::new(
-            &anchors.project_root,
-            &anchors.home,
-            &read_protected,
-            &write_protected,
-        )
-        .map_err(PolicyError::Pattern)?;
+        let protection = protection(settings, &anchors)?;
         let expand =
             |entry: &String| paths::resolve(entry, &anchors.project_root, &anchors.home).real;
         let mut read_roots = vec![anchors.project_root.clone()];
@@ -290,6 +283,7 @@ impl Engine {
             path_rules,
             analyses: AnalysisCache::default(),
             protection,
+            secrets,
             anchors,
             read_roots,
             writable,
@@ -308,6 +302,28 @@ impl Engine {
                 .collect(),
             narrowings: Vec::new(),
         })
+    }
+
+    /// What keeps `path` from being read (or, `write`, written): a protected-path pattern, or
+    /// its name on the secret list.
+    pub(super) fn guarded(&self, path: &Path, write: bool) -> Option<String> {
+        let pattern = if write {
+            self.protection.write(path)
+        } else {
+            self.protection.read(path)
+        };
+        if let Some(pattern) = pattern {
+            return Some(pattern.to_owned());
+        }
+        match self.secrets.by_name(path) {
+            crate::secrets::ByName::Secret(secret) => Some(format!("a secret: {secret}")),
+            _ => None,
+        }
+    }
+
+    /// The secret list the tools and the sandbox enforce.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// Resolves a path a command or tool names, relative to `cwd`.
@@ -429,6 +445,28 @@ impl Engine {
             analysis,
         }
     }
+}
+
+/// The protected paths of `settings`: the built-in ones, the settings' own, and warden's own
+/// files (the trust records, the remembered rules, the trace, the user's configuration),
+/// which no tool changes whatever the settings allow.
+fn protection(settings: &Settings, anchors: &Anchors) -> Result<Protection, PolicyError> {
+    let perms = &settings.permissions;
+    let fs = &settings.sandbox.filesystem;
+    let mut read_protected = perms.protected_paths.clone();
+    read_protected.extend(fs.deny_read.iter().cloned());
+    read_protected.extend(settings.tools.read.deny.iter().cloned());
+    let own = |paths: Vec<PathBuf>| paths.iter().map(|p| literal_pattern(p)).collect::<Vec<_>>();
+    read_protected.extend(own(settings.dirs.state_files()));
+    let mut write_protected = fs.deny_write.clone();
+    write_protected.extend(own(settings.dirs.protected()));
+    Protection::new(
+        &anchors.project_root,
+        &anchors.home,
+        &read_protected,
+        &write_protected,
+    )
+    .map_err(PolicyError::Pattern)
 }
 
 /// An absolute path as a protected-path pattern that matches it and nothing else.

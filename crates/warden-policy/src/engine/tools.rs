@@ -39,13 +39,10 @@ impl Engine {
         trail.note(PolicyLayer::HardBlock, || {
             "not a command: nothing to block".to_owned()
         });
-        let found = target.both().into_iter().find_map(|p| {
-            if write {
-                self.protection.write(p)
-            } else {
-                self.protection.read(p)
-            }
-        });
+        let found = target
+            .both()
+            .into_iter()
+            .find_map(|p| self.guarded(p, write));
         let pattern = found?;
         trail.note(PolicyLayer::PathSandbox, || {
             format!("{raw} is protected by {pattern:?}")

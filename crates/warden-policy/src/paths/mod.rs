@@ -10,6 +10,7 @@ mod roots;
 use std::path::{Component, Path, PathBuf};
 
 pub use protect::Protection;
+pub(crate) use protect::anchor;
 pub use roots::{PathPolicy, PatternError, ResolvedPath, normalize};
 
 /// A path as the engine sees it: its spelling made absolute, and where it really leads.

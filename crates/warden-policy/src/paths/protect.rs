@@ -15,7 +15,6 @@ const READ_WRITE: &[&str] = &[
     "~/.netrc",
     "~/.docker/config.json",
     "~/.kube/config",
-    "**/.env*",
     "//etc/shadow",
     "//etc/gshadow",
     "//etc/sudoers",
@@ -136,7 +135,7 @@ impl Set {
 }
 
 /// An absolute glob for a gitignore-style pattern.
-fn anchor(pattern: &str, root: &Path, home: &Path) -> String {
+pub(crate) fn anchor(pattern: &str, root: &Path, home: &Path) -> String {
     let trimmed = pattern.trim_end_matches('/');
     if let Some(rest) = trimmed.strip_prefix("~/") {
         return format!("{}/{rest}", home.display());

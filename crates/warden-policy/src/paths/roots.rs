@@ -36,6 +36,8 @@ pub struct PathPolicy {
     /// (device, inode) of protected files that have other names: a hard link to one elsewhere
     /// in the roots is refused like the file itself.
     hidden: std::sync::Arc<std::collections::HashSet<(u64, u64)>>,
+    /// The one secret list, shared with the sandbox.
+    secrets: Option<std::sync::Arc<crate::secrets::Secrets>>,
 }
 
 /// A path that passed every check.
@@ -106,7 +108,111 @@ impl PathPolicy {
             relative_owner,
             absolute_owner,
             hidden: std::sync::Arc::default(),
+            secrets: None,
         })
+    }
+
+    /// Refuses, besides the patterns, what `secrets` lists: the same answer the sandbox gives
+    /// a command for the same path.
+    #[must_use]
+    pub fn with_secrets(mut self, secrets: std::sync::Arc<crate::secrets::Secrets>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// What makes the regular file at `path` (real) a secret, if anything does: its name, or
+    /// its first bytes where the name asks for them.
+    pub fn secret_of(&self, path: &Path) -> Option<crate::secrets::Secret> {
+        let secrets = self.secrets.as_ref()?;
+        let beside_key = beside_key(path);
+        secrets.check(path, beside_key, &mut || head(path))
+    }
+
+    /// Whether a file with other names (hard links) is a secret by one of them, or has one
+    /// outside the roots (where the sandbox masks it, the tools refuse it too). Only files
+    /// with more than one name walk the roots, at most [`LINK_WALK_LIMIT`] entries.
+    pub fn secret_by_link(&self, path: &Path) -> Option<crate::secrets::Secret> {
+        use std::os::unix::fs::MetadataExt as _;
+        self.secrets.as_ref()?;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        let id = (meta.dev(), meta.ino());
+        let mut names = Vec::new();
+        let mut budget = LINK_WALK_LIMIT;
+        let mut dirs: Vec<PathBuf> = self.roots.clone();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if budget == 0 {
+                    return Some(crate::secrets::Secret::Link(
+                        "a hard link whose other names are too many to look for",
+                    ));
+                }
+                budget -= 1;
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                } else if kind.is_file()
+                    && let Ok(m) = entry.metadata()
+                    && (m.dev(), m.ino()) == id
+                {
+                    names.push(entry.path());
+                }
+            }
+        }
+        if u64::try_from(names.len()).unwrap_or(u64::MAX) < meta.nlink() {
+            return Some(crate::secrets::Secret::Link(
+                "a hard link to a file outside the roots",
+            ));
+        }
+        names
+            .iter()
+            .filter(|n| n.as_path() != path)
+            .find_map(|n| self.secret_of(n))
+            .map(|_| crate::secrets::Secret::Link("another name of a secret"))
+    }
+
+    /// As [`PathPolicy::secret_of`], for a walk over many files: whether a directory holds a
+    /// `*.pem`, `*.key` or `*.crt` file is looked up once per directory in `key_dirs`.
+    pub fn is_secret_in_walk(
+        &self,
+        path: &Path,
+        key_dirs: &std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>,
+    ) -> bool {
+        let Some(secrets) = self.secrets.as_ref() else {
+            return false;
+        };
+        let no_extension = path.extension().is_none();
+        let beside_key = no_extension
+            && path.parent().is_some_and(|dir| {
+                if let Ok(known) = key_dirs.lock()
+                    && let Some(has) = known.get(dir)
+                {
+                    return *has;
+                }
+                let has = dir_holds_keys(dir);
+                if let Ok(mut known) = key_dirs.lock() {
+                    known.insert(dir.to_path_buf(), has);
+                }
+                has
+            });
+        secrets
+            .check(path, beside_key, &mut || head(path))
+            .is_some()
+            || self.secret_by_link(path).is_some()
+    }
+
+    /// The `unmask` pattern that made the file at `path` readable, when it is a built-in
+    /// secret: its reads are recorded.
+    pub fn unmasked(&self, path: &Path) -> Option<String> {
+        let secrets = self.secrets.as_ref()?;
+        let pattern = secrets.unmasked(path)?.to_owned();
+        secrets
+            .unmasked_secret(path, beside_key(path), &mut || head(path))
+            .then_some(pattern)
     }
 
     /// Refuses, besides the patterns, every other name of `files` (hard links to them): files
@@ -211,6 +317,18 @@ impl PathPolicy {
                 "another name (a hard link) of a protected file",
             ));
         }
+        if real.is_file()
+            && let Some(secret) = self.secret_of(&real).or_else(|| self.secret_by_link(&real))
+        {
+            return Err(ToolError::new(
+                ToolErrorKind::DeniedPath,
+                format!(
+                    "{input}: reading it is denied: a secret ({secret}); no tool or command may \
+                     read it (the user may unmask it with [permissions] unmask in their own \
+                     settings)"
+                ),
+            ));
+        }
         let display = self.display(&real);
         Ok(ResolvedPath { real, display })
     }
@@ -235,6 +353,46 @@ impl PathPolicy {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// How many entries a search for a file's other names looks at.
+const LINK_WALK_LIMIT: usize = 200_000;
+
+/// Whether `path` has no extension and sits beside a `*.pem`, `*.key` or `*.crt` file.
+fn beside_key(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if Path::new(name).extension().is_some() {
+        return false;
+    }
+    path.parent().is_some_and(dir_holds_keys)
+}
+
+/// Whether `dir` holds a `*.pem`, `*.key` or `*.crt` file.
+fn dir_holds_keys(dir: &Path) -> bool {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect();
+    crate::secrets::Secrets::sniffs_beside("_", names.iter().map(String::as_str))
+}
+
+/// The first bytes of the regular file at `path`, as the secret list reads them.
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(crate::secrets::SNIFF_BYTES as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 fn denied(input: &str, pattern: &str) -> ToolError {

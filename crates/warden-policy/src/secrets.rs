@@ -1,0 +1,517 @@
+//! The one secret list (SPEC T4, X10): which files no tool and no command may read, decided
+//! here once and enforced by the file tools and the sandbox alike.
+//!
+//! A file is a secret by its name (`.env`, `id_rsa`, keystores), by its content (a `*.pem`,
+//! `*.key` or `*.crt` file, or an extension-less file beside one, that holds a private key), by
+//! where it is (credential files at their home locations), or because a repository's
+//! `.npmrc` / `.yarnrc.yml` holds an auth token; settings add their own patterns
+//! (`[sandbox.filesystem] deny_read`, `[permissions] protected_paths`). `[permissions] unmask`,
+//! from the user's or the organisation's settings only, makes a built-in one readable again.
+//!
+//! Matching is pure: the caller hands in the first bytes of a file when the name asks for them.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use warden_config::Settings;
+
+use crate::paths::PatternError;
+
+/// How much of a file is read to tell whether it holds a private key or a token.
+pub const SNIFF_BYTES: usize = 64 * 1024;
+
+/// Names that are secrets wherever they are.
+const BY_NAME: &[&str] = &[
+    ".env",
+    ".env.*",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    "id_dsa*",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+];
+
+/// `.env` files people commit: templates, not secrets.
+const TEMPLATES: &[&str] = &[".env.example", ".env.sample", ".env.template", ".env.dist"];
+
+/// Extensions whose files are secrets only when they hold a private key.
+const SNIFFED: &[&str] = &["pem", "key", "crt"];
+
+/// Whether `name` has one of the [`SNIFFED`] extensions, in any case.
+fn sniffed(name: &str) -> bool {
+    Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SNIFFED.iter().any(|x| e.eq_ignore_ascii_case(x)))
+}
+
+/// Files a repository may carry that are secrets only when they hold an auth token.
+const TOKEN_FILES: &[&str] = &[".npmrc", ".yarnrc.yml"];
+
+/// Credential files (and directories) at their home locations, relative to `$HOME`.
+const HOME_CREDENTIALS: &[&str] = &[
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".docker/config.json",
+    ".config/gcloud",
+    ".azure",
+    ".terraform.d/credentials.tfrc.json",
+    ".git-credentials",
+    ".netrc",
+    ".config/gh",
+];
+
+/// The file names among [`TOKEN_FILES`], [`HOME_CREDENTIALS`] and [`CARGO_CREDENTIALS`], for a
+/// walk's quick look.
+const CREDENTIAL_NAMES: &[&str] = &[
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    "config.json",
+    "gcloud",
+    ".azure",
+    "credentials.tfrc.json",
+    ".git-credentials",
+    ".netrc",
+    "gh",
+    "credentials",
+    "credentials.toml",
+];
+
+/// Cargo's credentials, relative to `$CARGO_HOME` (default `~/.cargo`).
+const CARGO_CREDENTIALS: &[&str] = &["credentials", "credentials.toml"];
+
+/// Why a file is a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// Its name (the pattern that matched).
+    Name(&'static str),
+    /// It holds a private key.
+    PrivateKey,
+    /// A credential file at its home location.
+    Credentials(PathBuf),
+    /// A package manager's settings holding an auth token.
+    Token,
+    /// A pattern of the settings.
+    Setting(String),
+    /// Another name (a hard link) of a file that is masked, or that lies outside the roots.
+    Link(&'static str),
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Secret::Name(pattern) => write!(f, "named {pattern}"),
+            Secret::PrivateKey => f.write_str("holds a private key"),
+            Secret::Credentials(at) => write!(f, "credentials at {}", at.display()),
+            Secret::Token => f.write_str("holds an auth token"),
+            Secret::Setting(pattern) => write!(f, "denied by the settings: {pattern}"),
+            Secret::Link(why) => f.write_str(why),
+        }
+    }
+}
+
+/// What the name alone says of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ByName {
+    /// A secret, whatever it holds.
+    Secret(Secret),
+    /// A secret if its first bytes hold a private key.
+    IfPrivateKey,
+    /// A secret if its first bytes hold an auth token.
+    IfToken,
+    /// Not a secret.
+    No,
+}
+
+/// The secret list of one session's settings.
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    names: GlobSet,
+    templates: GlobSet,
+    credentials: Vec<PathBuf>,
+    home: PathBuf,
+    settings: Anchored,
+    unmask: Anchored,
+}
+
+/// Gitignore-style patterns anchored at the project root (`~/` at the home directory, `//` at
+/// `/`), matched against absolute paths.
+#[derive(Debug, Clone)]
+struct Anchored {
+    set: GlobSet,
+    patterns: Vec<String>,
+    owner: Vec<usize>,
+}
+
+impl Anchored {
+    fn new(patterns: &[String], root: &Path, home: &Path) -> Result<Self, PatternError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut owner = Vec::new();
+        for (index, pattern) in patterns.iter().enumerate() {
+            let base = crate::paths::anchor(pattern, root, home);
+            for glob in [base.clone(), format!("{base}/**")] {
+                let compiled = GlobBuilder::new(&glob)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|source| PatternError::new(pattern, source))?;
+                builder.add(compiled);
+                owner.push(index);
+            }
+        }
+        let set = builder
+            .build()
+            .map_err(|source| PatternError::new(&patterns.join(", "), source))?;
+        Ok(Self {
+            set,
+            patterns: patterns.to_vec(),
+            owner,
+        })
+    }
+
+    fn find(&self, path: &Path) -> Option<&str> {
+        let hits = self.set.matches(path);
+        hits.first().map(|i| self.patterns[self.owner[*i]].as_str())
+    }
+}
+
+fn name_set(patterns: &[&str]) -> GlobSet {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        if let Ok(glob) = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .case_insensitive(true)
+            .build()
+        {
+            builder.add(glob);
+        }
+    }
+    builder.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+impl Secrets {
+    /// The list for `settings`, `home` being the home directory (real path) and `cargo_home`
+    /// cargo's (`$CARGO_HOME`, else `~/.cargo`).
+    pub fn new(settings: &Settings, home: &Path, cargo_home: &Path) -> Result<Self, PatternError> {
+        let mut extra = settings.sandbox.filesystem.deny_read.clone();
+        extra.extend(settings.permissions.protected_paths.iter().cloned());
+        let mut credentials: Vec<PathBuf> = HOME_CREDENTIALS.iter().map(|c| home.join(c)).collect();
+        credentials.extend(CARGO_CREDENTIALS.iter().map(|c| cargo_home.join(c)));
+        Ok(Self {
+            names: name_set(BY_NAME),
+            templates: name_set(TEMPLATES),
+            credentials,
+            home: home.to_path_buf(),
+            settings: Anchored::new(&extra, &settings.project_root, home)?,
+            unmask: Anchored::new(&settings.permissions.unmask, &settings.project_root, home)?,
+        })
+    }
+
+    /// The list for `settings`, with the home directory from `HOME` and cargo's from
+    /// `CARGO_HOME` (else `~/.cargo`), both as real paths.
+    pub fn from_settings(settings: &Settings) -> Result<Self, PatternError> {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+        let home = crate::paths::real_path(&home);
+        let cargo = std::env::var_os("CARGO_HOME")
+            .filter(|c| !c.is_empty())
+            .map_or_else(|| home.join(".cargo"), PathBuf::from);
+        Self::new(settings, &home, &crate::paths::real_path(&cargo))
+    }
+
+    /// What the name and place of `path` (absolute, real) say, before any content is read.
+    pub fn by_name(&self, path: &Path) -> ByName {
+        if let Some(pattern) = self.settings.find(path) {
+            return ByName::Secret(Secret::Setting(pattern.to_owned()));
+        }
+        if self.unmask.find(path).is_some() {
+            return ByName::No;
+        }
+        self.built_in(path)
+    }
+
+    /// What the built-in list alone says of `path`'s name and place.
+    fn built_in(&self, path: &Path) -> ByName {
+        if let Some(at) = self
+            .credentials
+            .iter()
+            .find(|c| path == c.as_path() || path.starts_with(c))
+        {
+            return ByName::Secret(Secret::Credentials(at.clone()));
+        }
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return ByName::No;
+        };
+        if let Some(index) = self.names.matches(name).first() {
+            let public = Path::new(name)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("pub"));
+            if !public && !self.templates.is_match(name) {
+                return ByName::Secret(Secret::Name(BY_NAME[*index]));
+            }
+        }
+        if sniffed(name) {
+            return ByName::IfPrivateKey;
+        }
+        if TOKEN_FILES.contains(&name) && !path.starts_with(&self.home) {
+            return ByName::IfToken;
+        }
+        ByName::No
+    }
+
+    /// Whether an extension-less file in a directory is sniffed: only beside a `*.pem`, `*.key`
+    /// or `*.crt` file (`siblings` are the names in its directory).
+    pub fn sniffs_beside<'a>(name: &str, siblings: impl IntoIterator<Item = &'a str>) -> bool {
+        Path::new(name).extension().is_none() && siblings.into_iter().any(sniffed)
+    }
+
+    /// Whether `path` is a secret: its name first, then, when the name asks, its first bytes
+    /// (read by `head`, at most [`SNIFF_BYTES`]). `beside_key` says that it has no extension
+    /// and sits beside a `*.pem`, `*.key` or `*.crt` file.
+    pub fn check(
+        &self,
+        path: &Path,
+        beside_key: bool,
+        head: &mut dyn FnMut() -> Option<Vec<u8>>,
+    ) -> Option<Secret> {
+        self.decide(path, beside_key, head, true)
+    }
+
+    /// Whether `path` is a built-in secret that `[permissions] unmask` made readable (its reads
+    /// are recorded).
+    pub fn unmasked_secret(
+        &self,
+        path: &Path,
+        beside_key: bool,
+        head: &mut dyn FnMut() -> Option<Vec<u8>>,
+    ) -> bool {
+        self.unmask.find(path).is_some() && self.decide(path, beside_key, head, false).is_some()
+    }
+
+    fn decide(
+        &self,
+        path: &Path,
+        beside_key: bool,
+        head: &mut dyn FnMut() -> Option<Vec<u8>>,
+        unmasking: bool,
+    ) -> Option<Secret> {
+        let by_name = if unmasking {
+            self.by_name(path)
+        } else {
+            self.built_in(path)
+        };
+        match by_name {
+            ByName::Secret(secret) => Some(secret),
+            ByName::IfPrivateKey => head()
+                .is_some_and(|bytes| holds_private_key(&bytes))
+                .then_some(Secret::PrivateKey),
+            ByName::IfToken => head()
+                .is_some_and(|bytes| holds_auth_token(&bytes))
+                .then_some(Secret::Token),
+            ByName::No if beside_key && !(unmasking && self.unmask.find(path).is_some()) => head()
+                .is_some_and(|bytes| holds_private_key(&bytes))
+                .then_some(Secret::PrivateKey),
+            ByName::No => None,
+        }
+    }
+
+    /// Whether a file named `name` could be a secret wherever it is, so that a walk may skip
+    /// the rest without reading them: never when the settings add patterns (they match paths)
+    /// or the user unmasks some (their reads are recorded).
+    pub fn may_be_secret(&self, name: &str, beside_key: bool) -> bool {
+        if !self.settings.patterns.is_empty() || !self.unmask.patterns.is_empty() || beside_key {
+            return true;
+        }
+        // Plain string checks, the same names as BY_NAME and the rest: a walk asks this of every
+        // file.
+        let extension = name.rsplit_once('.').map(|(_, e)| e);
+        name.starts_with(".env")
+            || name.starts_with("id_")
+            || extension.is_some_and(|e| {
+                ["p12", "pfx", "jks", "keystore", "kdbx", "pem", "key", "crt"]
+                    .iter()
+                    .any(|x| e.eq_ignore_ascii_case(x))
+            })
+            || CREDENTIAL_NAMES.contains(&name)
+    }
+
+    /// The credential files at their home locations: a person may make one at any time, so
+    /// they are looked at on every command.
+    pub fn credential_files(&self) -> &[PathBuf] {
+        &self.credentials
+    }
+
+    /// The `[permissions] unmask` pattern that matches `path`, if one does.
+    pub fn unmasked(&self, path: &Path) -> Option<&str> {
+        self.unmask.find(path)
+    }
+}
+
+/// Whether `head` holds a PEM private key (`-----BEGIN … PRIVATE KEY-----`, RSA, EC, DSA,
+/// OpenSSH, encrypted or not).
+pub fn holds_private_key(head: &[u8]) -> bool {
+    const BEGIN: &[u8] = b"-----BEGIN ";
+    let mut rest = head;
+    while let Some(at) = find(rest, BEGIN) {
+        let after = &rest[at + BEGIN.len()..];
+        let line = after.split(|&b| b == b'\n').next().unwrap_or(after);
+        if find(line, b"PRIVATE KEY-----").is_some() {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// Whether `text` (an `.npmrc` or `.yarnrc.yml`) holds an auth token or password line.
+pub fn holds_auth_token(text: &[u8]) -> bool {
+    String::from_utf8_lossy(text).lines().any(|line| {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') {
+            return false;
+        }
+        // `.npmrc` is `key=value` (`//registry/:_authToken=…`), `.yarnrc.yml` is `key: value`.
+        let (key, value) = match line.split_once('=') {
+            Some((key, value)) => (key, value),
+            None => line.split_once(':').unwrap_or((line, "")),
+        };
+        let key = key.trim().trim_matches('"');
+        let key = key.rsplit(':').next().unwrap_or(key);
+        let has_value = !value.trim().trim_matches('"').is_empty();
+        has_value
+            && matches!(
+                key,
+                "_authToken"
+                    | "_auth"
+                    | "_password"
+                    | "npmAuthToken"
+                    | "npmAuthIdent"
+                    | "npmPassword"
+            )
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(unmask: &[&str]) -> Secrets {
+        let mut settings = Settings::defaults(PathBuf::from("/ws"));
+        settings.permissions.unmask = unmask.iter().map(|s| (*s).to_owned()).collect();
+        settings.sandbox.filesystem.deny_read = vec!["private/**".to_owned()];
+        Secrets::new(&settings, Path::new("/home/u"), Path::new("/home/u/.cargo")).unwrap()
+    }
+
+    fn secret(s: &Secrets, path: &str, content: &str) -> bool {
+        let bytes = content.as_bytes().to_vec();
+        s.check(Path::new(path), false, &mut || Some(bytes.clone()))
+            .is_some()
+    }
+
+    const KEY: &str =
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n";
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn names_places_and_contents() {
+        let s = secrets(&[]);
+        for (path, content, is) in [
+            ("/ws/.env", "", true),
+            ("/ws/app/.env.production", "", true),
+            ("/ws/.env.example", "", false),
+            ("/ws/.env.sample", "", false),
+            ("/ws/.environment", "", false),
+            ("/ws/deploy/id_rsa", "", true),
+            ("/ws/deploy/id_rsa.pub", "", false),
+            ("/ws/id_ed25519_ci", "", true),
+            ("/ws/certs/store.p12", "", true),
+            ("/ws/db.kdbx", "", true),
+            ("/ws/tls/server.key", KEY, true),
+            ("/ws/venv/certifi/cacert.pem", CERT, false),
+            ("/ws/tls/server.crt", CERT, false),
+            ("/ws/tls/bundle.pem", &format!("{CERT}{KEY}"), true),
+            ("/home/u/.cargo/credentials.toml", "", true),
+            ("/home/u/.cargo/registry/x/.npmrc", "", false),
+            ("/home/u/.npmrc", "", true),
+            ("/home/u/.config/gcloud/credentials.db", "", true),
+            ("/ws/.npmrc", "registry=https://r.example/\n", false),
+            ("/ws/.npmrc", "//r.example/:_authToken=abc\n", true),
+            ("/ws/.yarnrc.yml", "npmAuthToken: \"x\"\n", true),
+            (
+                "/ws/.yarnrc.yml",
+                "# npmAuthToken: x\nnodeLinker: pnp\n",
+                false,
+            ),
+            ("/ws/private/notes.txt", "", true),
+            ("/ws/README.md", "", false),
+        ] {
+            assert_eq!(secret(&s, path, content), is, "{path}");
+        }
+    }
+
+    #[test]
+    fn unmask_makes_a_built_in_secret_readable_but_not_a_settings_one() {
+        let s = secrets(&[".env", "private/**"]);
+        assert!(!secret(&s, "/ws/.env", ""));
+        assert_eq!(s.unmasked(Path::new("/ws/.env")), Some(".env"));
+        assert!(secret(&s, "/ws/app/.env.local", ""));
+        assert!(secret(&s, "/ws/private/notes.txt", ""));
+    }
+
+    #[test]
+    fn an_extension_less_file_beside_a_key_is_sniffed() {
+        assert!(Secrets::sniffs_beside("server", ["server.crt", "x"]));
+        assert!(!Secrets::sniffs_beside("server", ["README.md"]));
+        assert!(!Secrets::sniffs_beside("notes.txt", ["a.pem"]));
+        let s = secrets(&[]);
+        let key = KEY.as_bytes().to_vec();
+        assert!(
+            s.check(Path::new("/ws/tls/server"), true, &mut || Some(key.clone()))
+                .is_some()
+        );
+        assert!(
+            s.check(Path::new("/ws/tls/server"), false, &mut || Some(
+                key.clone()
+            ))
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn the_quick_look_names_every_credential_file() {
+        for path in HOME_CREDENTIALS
+            .iter()
+            .chain(CARGO_CREDENTIALS)
+            .chain(TOKEN_FILES)
+        {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            assert!(CREDENTIAL_NAMES.contains(&name), "{name}");
+        }
+    }
+
+    #[test]
+    fn private_keys_of_every_kind_and_no_certificates() {
+        for begin in [
+            "PRIVATE KEY",
+            "RSA PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "DSA PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+            "ENCRYPTED PRIVATE KEY",
+        ] {
+            assert!(holds_private_key(
+                format!("x\n-----BEGIN {begin}-----\n").as_bytes()
+            ));
+        }
+        assert!(!holds_private_key(CERT.as_bytes()));
+        assert!(!holds_private_key(b"-----BEGIN PUBLIC KEY-----\n"));
+    }
+}

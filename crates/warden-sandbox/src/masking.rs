@@ -1,0 +1,173 @@
+//! Masking: which files of a command's roots it may not read. The sandbox decides nothing: the
+//! caller hands in a [`Masking`] (warden's secret list), and the plan's one walk of the roots,
+//! the same walk that finds hard links leading out, asks it about every file.
+//!
+//! A masked file keeps its name (a tool that lists or `stat`s it works), but an empty file of
+//! mode `000` is mounted over it: opening it fails with a permission error, whatever spelling
+//! or program asks, and being a mount point it cannot be renamed, removed or replaced.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the secret list says of one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaskDecision {
+    /// Masked: its content is not the command's to read.
+    Masked,
+    /// A secret the user unmasked: readable, and to be recorded.
+    Unmasked,
+    /// Not a secret.
+    Readable,
+}
+
+/// The secret list as the sandbox asks it.
+pub trait Masking: Send + Sync + std::fmt::Debug {
+    /// What becomes of the regular file at `path`. `beside_key`: it has no extension and its
+    /// directory holds a `*.pem`, `*.key` or `*.crt` file; `head` reads the file's first bytes
+    /// when the name alone does not tell.
+    fn decide(
+        &self,
+        path: &Path,
+        beside_key: bool,
+        head: &mut dyn FnMut() -> Option<Vec<u8>>,
+    ) -> MaskDecision;
+
+    /// Files checked on every command even where a directory's walk is kept from an earlier
+    /// one: credential files at their home locations, which a person may create at any time.
+    fn always_checked(&self) -> Vec<PathBuf>;
+
+    /// Whether a file named `name` could be masked at all (`beside_key`: it has no extension
+    /// and sits beside a `*.pem`, `*.key` or `*.crt` file). A walk skips, without a `stat`, the
+    /// files for which this says no; saying yes is always safe.
+    fn may_mask(&self, name: &str, beside_key: bool) -> bool {
+        let _ = (name, beside_key);
+        true
+    }
+}
+
+/// A request's masking: none, or the caller's rule, with what walks of read-only roots found
+/// under it (shared by the clones of a session's requests).
+#[derive(Clone, Default)]
+pub struct MaskRule {
+    rule: Option<Arc<dyn Masking>>,
+    kept: Arc<Mutex<HashMap<PathBuf, Kept>>>,
+}
+
+impl MaskRule {
+    /// Masking by `rule`.
+    pub fn new(rule: Arc<dyn Masking>) -> Self {
+        MaskRule {
+            rule: Some(rule),
+            kept: Arc::default(),
+        }
+    }
+
+    pub(crate) fn rule(&self) -> Option<&Arc<dyn Masking>> {
+        self.rule.as_ref()
+    }
+
+    /// The walk of the read-only `root`, from an earlier command under this rule when there
+    /// was one: a command cannot change such a root (a toolchain directory).
+    pub(crate) fn read_only_root(&self, root: &Path, walk: impl FnOnce() -> Kept) -> Kept {
+        if let Ok(kept) = self.kept.lock()
+            && let Some(found) = kept.get(root)
+        {
+            return found.clone();
+        }
+        let found = walk();
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.insert(root.to_path_buf(), found.clone());
+        }
+        found
+    }
+}
+
+impl std::fmt::Debug for MaskRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(f, "MaskRule({rule:?})"),
+            None => f.write_str("MaskRule(none)"),
+        }
+    }
+}
+
+impl PartialEq for MaskRule {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.rule, &other.rule) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// How much of a file the walk reads to ask about its content.
+const HEAD_BYTES: u64 = 64 * 1024;
+
+/// The first bytes of `path`, without following a link and without blocking on a FIFO.
+pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(HEAD_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// What a walk of a read-only root found.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kept {
+    pub(crate) masked: Vec<PathBuf>,
+    pub(crate) unmasked: Vec<PathBuf>,
+}
+
+/// The empty file of mode `000` mounted over what is masked: made once per user, in a
+/// directory of their own under the temporary directory, checked each time (a directory, not
+/// a link, owned by us, mode `0700`; a regular empty file of mode `000`, owned by us).
+pub(crate) fn mask_source() -> Result<PathBuf, String> {
+    use std::os::unix::fs::{
+        DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+    };
+    let (uid, _) = crate::sys::ids();
+    let dir = std::env::temp_dir().join(format!("warden-masked-{uid}"));
+    let err = |what: &str| format!("the mask file in {}: {what}", dir.display());
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(err(&e.to_string())),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| err(&e.to_string()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        return Err(err("not a private directory of ours; remove it"));
+    }
+    let file = dir.join("masked");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o000)
+        .open(&file)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(err(&e.to_string())),
+    }
+    let meta = std::fs::symlink_metadata(&file).map_err(|e| err(&e.to_string()))?;
+    if !meta.is_file()
+        || meta.uid() != uid
+        || meta.len() != 0
+        || meta.permissions().mode() & 0o777 != 0
+    {
+        return Err(err(
+            "the mask file is not an empty file of mode 000; remove it",
+        ));
+    }
+    Ok(file)
+}
