@@ -9,6 +9,7 @@ mod manifest_run;
 mod network;
 mod policy;
 mod sandbox;
+mod secrets;
 mod session;
 mod skills;
 mod support;

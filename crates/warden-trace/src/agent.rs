@@ -207,6 +207,23 @@ impl TraceStore {
         Ok(())
     }
 
+    /// Every event of `kind`, of any run, oldest first: its payload.
+    pub fn agent_events_of_kind(&self, kind: &str) -> Result<Vec<Value>, TraceError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT data FROM agent_events WHERE kind = ?1 ORDER BY id")
+            .map_err(|source| self.sqlite_error(source))?;
+        let rows = stmt
+            .query_map([kind], |row| row.get::<_, String>(0))
+            .map_err(|source| self.sqlite_error(source))?;
+        let mut events = Vec::new();
+        for row in rows {
+            let data = row.map_err(|source| self.sqlite_error(source))?;
+            events.push(serde_json::from_str(&data).unwrap_or(Value::Null));
+        }
+        Ok(events)
+    }
+
     /// The events of run `session`, in order: kind and payload.
     pub fn agent_events(&self, session: &SessionId) -> Result<Vec<(String, Value)>, TraceError> {
         let mut stmt = self
