@@ -64,8 +64,11 @@ impl CliError {
 pub fn main() -> ExitCode {
     let mut args = std::env::args_os();
     // The sandbox helper: warden re-executed, single-threaded, before anything else happens.
-    if args.nth(1).is_some_and(|a| a == warden_sandbox::HELPER_ARG) {
-        warden_sandbox::helper_main();
+    match args.nth(1) {
+        Some(a) if a == warden_sandbox::HELPER_ARG => warden_sandbox::helper_main(),
+        // A probe of `warden sandbox doctor`, run inside a sandbox.
+        Some(a) if a == warden_sandbox::PROBE_ARG => warden_sandbox::probe_main(),
+        _ => {}
     }
     run_from(std::env::args_os()).into()
 }

@@ -241,3 +241,44 @@ fn the_users_unmask_opens_a_secret_and_is_traced_a_projects_does_nothing() {
     let run = exec(&p, "cat app/config/.env.production");
     assert!(!run.stdout.contains("ENV-NESTED-31337"));
 }
+
+#[test]
+fn the_doctor_tries_every_layer_and_says_how() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let run = p.run(&["sandbox", "doctor"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    for layer in [
+        "user-namespace",
+        "mount-namespace",
+        "pid-namespace",
+        "network-namespace",
+        "capabilities-dropped",
+        "no-new-privs",
+        "seccomp",
+        "clean-environment",
+        "closed-descriptors",
+        "masked-file",
+        "denied-path",
+        "network",
+        "process-limit",
+        "memory-limit",
+        "file-size-limit",
+        "timeout",
+    ] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(layer))
+            .unwrap_or_else(|| panic!("{layer}: {}", run.stdout));
+        assert!(line.starts_with("works"), "{line}");
+    }
+    // Each says what was tried and how it was stopped.
+    assert!(
+        run.stdout
+            .contains("reading a masked file: refused (Permission denied")
+    );
+    assert!(run.stdout.contains("ptrace(PTRACE_TRACEME): refused"));
+}

@@ -172,6 +172,7 @@ pub fn request_from_settings(
         collect: Vec::new(),
         // The caller's secret list: the sandbox decides nothing.
         mask: crate::masking::MaskRule::default(),
+        landlock_denied: Vec::new(),
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),

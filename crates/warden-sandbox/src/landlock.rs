@@ -32,6 +32,7 @@ fn writable(plan: &Plan) -> Vec<PathBuf> {
             } => Some(target.clone()),
             Mount::Bind { .. } | Mount::Tmpfs { .. } | Mount::MaskFile { .. } => None,
         })
+        .filter(|target| !plan.landlock_denied.contains(target))
         .collect();
     paths.push(PathBuf::from("/dev"));
     paths
@@ -110,6 +111,7 @@ mod tests {
             placeholders: Vec::new(),
             unmasked: Vec::new(),
             mask_source: PathBuf::new(),
+            landlock_denied: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         };

@@ -20,6 +20,7 @@ mod masking;
 mod mounts;
 mod placeholder;
 mod plan;
+mod probe;
 mod seatbelt;
 mod seccomp;
 mod spawn;
@@ -34,6 +35,7 @@ pub use from_settings::{
 pub use helper::{Collected, INSIDE_ID, LAYERS, Usage, main as helper_main};
 pub use masking::{MaskDecision, MaskRule, Masking};
 pub use plan::{Limits, Mount, Plan, Profile, Request};
+pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{
     HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError, kill_running,

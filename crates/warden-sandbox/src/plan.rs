@@ -85,6 +85,10 @@ pub struct Request {
     /// Which files of the roots the command may not read (warden's secret list).
     #[serde(skip)]
     pub mask: crate::masking::MaskRule,
+    /// Writable mounts (targets) whose writes Landlock refuses all the same: the doctor's way
+    /// of trying Landlock alone.
+    #[serde(default)]
+    pub landlock_denied: Vec<PathBuf>,
 }
 
 /// How one mount is made.
@@ -141,6 +145,9 @@ pub struct Plan {
     /// The empty file of mode `000` mounted over what is masked (opening it fails).
     #[serde(default)]
     pub mask_source: PathBuf,
+    /// See [`Request::landlock_denied`].
+    #[serde(default)]
+    pub landlock_denied: Vec<PathBuf>,
 }
 
 /// System directories every command may read.
@@ -420,6 +427,7 @@ impl Plan {
             collect: request.collect.clone(),
             unmasked: linked.unmasked,
             mask_source,
+            landlock_denied: request.landlock_denied.clone(),
         })
     }
 }

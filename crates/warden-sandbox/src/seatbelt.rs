@@ -165,6 +165,7 @@ mod tests {
             placeholders: Vec::new(),
             unmasked: Vec::new(),
             mask_source: PathBuf::new(),
+            landlock_denied: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         }

@@ -53,7 +53,7 @@ impl Output {
 }
 
 /// How a command ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     pub exit_code: i32,

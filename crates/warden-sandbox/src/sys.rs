@@ -37,6 +37,32 @@ pub(crate) fn unshare(flags: libc::c_int) -> io::Result<()> {
     check(unsafe { libc::unshare(flags) })
 }
 
+/// `ptrace(PTRACE_TRACEME)`: a call any process may make of itself, unless a filter refuses it.
+pub(crate) fn ptrace_traceme() -> io::Result<()> {
+    // SAFETY: PTRACE_TRACEME takes no pointers; the other arguments are ignored.
+    let ret = unsafe {
+        libc::ptrace(
+            libc::PTRACE_TRACEME,
+            0,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Makes a write past the file-size limit an error (`EFBIG`) instead of a signal.
+pub(crate) fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// Forks. Only called from the single-threaded helper process.
 pub(crate) fn fork() -> io::Result<libc::pid_t> {
     // SAFETY: the helper is single-threaded (a fresh exec of warden that starts no threads), so

@@ -7,8 +7,7 @@ use anyhow::anyhow;
 use serde_json::json;
 use warden_config::{RawSettings, Settings};
 use warden_sandbox::{
-    Backend, Bwrap, Limits, Output, Plan, Request, Sandbox, SandboxError, profile,
-    request_from_settings,
+    Backend, Bwrap, Output, Plan, Request, Sandbox, SandboxError, profile, request_from_settings,
 };
 
 use super::{load_settings_with, print_json};
@@ -317,40 +316,27 @@ fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Resul
 
 /// `warden sandbox doctor`: runs a trivial command through the sandbox and reports each layer.
 pub(super) fn doctor() -> Result<Exit, CliError> {
-    let dir = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| refused(&format!("{}: {e}", dir.display())))?;
-    let request = Request {
-        program: "true".to_owned(),
-        workspace: dir.canonicalize().unwrap_or_else(|_| dir.clone()),
-        home: PathBuf::from("/nonexistent"),
-        env: vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned())],
-        limits: Limits {
-            timeout_ms: Some(10_000),
-            pids: Some(64),
-            ..Limits::default()
-        },
-        ..Request::default()
-    };
+    let scratch = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| refused(&format!("{}: {e}", scratch.display())))?;
     let helper = super::sandbox_helper().map_err(|e| refused(&e.to_string()))?;
-    let result = Plan::new(&request).and_then(|plan| {
-        Sandbox::new(helper)
-            .run(&plan, Output::Capture)
-            .map_err(|e| e.to_string())
-    });
-    let _ = std::fs::remove_dir(&dir);
-    match result {
-        Ok(outcome) => {
-            for layer in &outcome.layers {
-                println!("ok       {layer}");
-            }
-            if !outcome.layers.iter().any(|l| l.starts_with("landlock")) {
-                println!("missing  landlock (the kernel has none; the other layers stand alone)");
-            }
-            Ok(Exit::Success)
-        }
-        Err(err) => {
-            println!("FAILED   {err}");
-            Ok(Exit::Code(NO_SANDBOX))
-        }
+    let probe = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
+    let checks = warden_sandbox::check_layers(&helper, &probe, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut missing_required = false;
+    for check in &checks {
+        let state = if check.works { "works" } else { "missing" };
+        let optional = if check.works || check.required {
+            ""
+        } else {
+            " (optional: the other layers stand without it)"
+        };
+        println!("{state:<8} {:<20} {}{optional}", check.layer, check.detail);
+        missing_required |= check.required && !check.works;
     }
+    Ok(if missing_required {
+        Exit::Failure
+    } else {
+        Exit::Success
+    })
 }
