@@ -315,13 +315,20 @@ fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Resul
 }
 
 /// `warden sandbox doctor`: runs a trivial command through the sandbox and reports each layer.
-pub(super) fn doctor() -> Result<Exit, CliError> {
+pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
+    // Landlock is required where the settings say so.
+    let require_landlock = super::load_for_inspection(dir)
+        .map(|s| s.sandbox.require_landlock)
+        .unwrap_or(false);
     let scratch = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| refused(&format!("{}: {e}", scratch.display())))?;
     let helper = super::sandbox_helper().map_err(|e| refused(&e.to_string()))?;
     let probe = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
-    let checks = warden_sandbox::check_layers(&helper, &probe, &scratch);
+    let mut checks = warden_sandbox::check_layers(&helper, &probe, &scratch);
+    for check in &mut checks {
+        check.required |= require_landlock && check.layer == "landlock";
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     let mut missing_required = false;
     for check in &checks {

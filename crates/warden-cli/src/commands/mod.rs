@@ -39,7 +39,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Policy(command) => policy::run(dir, command),
         Command::Exec(args) => exec::run(dir, &args),
         Command::Undo(args) => undo::run(&args),
-        Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(),
+        Command::Sandbox(SandboxCommand::Doctor) => exec::doctor(dir),
         Command::Run(args) => run::run(
             dir,
             &args.agent,
