@@ -317,9 +317,8 @@ fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Resul
 /// `warden sandbox doctor`: runs a trivial command through the sandbox and reports each layer.
 pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
     // Landlock is required where the settings say so.
-    let require_landlock = super::load_for_inspection(dir)
-        .map(|s| s.sandbox.require_landlock)
-        .unwrap_or(false);
+    let require_landlock =
+        super::load_for_inspection(dir).is_ok_and(|s| s.sandbox.require_landlock);
     let scratch = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| refused(&format!("{}: {e}", scratch.display())))?;
