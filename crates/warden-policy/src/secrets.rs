@@ -17,8 +17,9 @@ use warden_config::Settings;
 
 use crate::paths::PatternError;
 
-/// How much of a file is read to tell whether it holds a private key or a token.
-pub const SNIFF_BYTES: usize = 64 * 1024;
+/// How much of a file is read to tell whether it holds a private key or a token. A file of a
+/// sniffed kind larger than this is a secret unread (a key hidden past the part read).
+pub const SNIFF_BYTES: usize = 1024 * 1024;
 
 /// Names that are secrets wherever they are.
 const BY_NAME: &[&str] = &[
@@ -39,7 +40,7 @@ const BY_NAME: &[&str] = &[
 const TEMPLATES: &[&str] = &[".env.example", ".env.sample", ".env.template", ".env.dist"];
 
 /// Extensions whose files are secrets only when they hold a private key.
-const SNIFFED: &[&str] = &["pem", "key", "crt"];
+const SNIFFED: &[&str] = &["pem", "key", "crt", "der"];
 
 /// Whether `name` has one of the [`SNIFFED`] extensions, in any case.
 fn sniffed(name: &str) -> bool {
@@ -135,7 +136,6 @@ pub struct Secrets {
     names: GlobSet,
     templates: GlobSet,
     credentials: Vec<PathBuf>,
-    home: PathBuf,
     settings: Anchored,
     unmask: Anchored,
 }
@@ -202,11 +202,17 @@ impl Secrets {
         extra.extend(settings.permissions.protected_paths.iter().cloned());
         let mut credentials: Vec<PathBuf> = HOME_CREDENTIALS.iter().map(|c| home.join(c)).collect();
         credentials.extend(CARGO_CREDENTIALS.iter().map(|c| cargo_home.join(c)));
+        // Where a credential file is a link (a dotfile repository's), where it leads is one too.
+        let real: Vec<PathBuf> = credentials
+            .iter()
+            .filter_map(|c| c.canonicalize().ok())
+            .filter(|r| !credentials.contains(r))
+            .collect();
+        credentials.extend(real);
         Ok(Self {
             names: name_set(BY_NAME),
             templates: name_set(TEMPLATES),
             credentials,
-            home: home.to_path_buf(),
             settings: Anchored::new(&extra, &settings.project_root, home)?,
             unmask: Anchored::new(&settings.permissions.unmask, &settings.project_root, home)?,
         })
@@ -257,7 +263,9 @@ impl Secrets {
         if sniffed(name) {
             return ByName::IfPrivateKey;
         }
-        if TOKEN_FILES.contains(&name) && !path.starts_with(&self.home) {
+        // A repository's (or a dotfile repository's) own: a secret when it holds a token. At
+        // the home location it is one whatever it holds (above).
+        if TOKEN_FILES.iter().any(|t| name.eq_ignore_ascii_case(t)) {
             return ByName::IfToken;
         }
         ByName::No
@@ -270,7 +278,7 @@ impl Secrets {
     }
 
     /// Whether `path` is a secret: its name first, then, when the name asks, its first bytes
-    /// (read by `head`, at most [`SNIFF_BYTES`]). `beside_key` says that it has no extension
+    /// (read by `head`: [`SNIFF_BYTES`] and one more, to tell a larger file). `beside_key` says that it has no extension
     /// and sits beside a `*.pem`, `*.key` or `*.crt` file.
     pub fn check(
         &self,
@@ -306,11 +314,12 @@ impl Secrets {
         };
         match by_name {
             ByName::Secret(secret) => Some(secret),
+            // Larger than what is read: a key could sit past it, so it is one unread.
             ByName::IfPrivateKey => head()
-                .is_some_and(|bytes| holds_private_key(&bytes))
+                .is_some_and(|b| b.len() > SNIFF_BYTES || holds_private_key(&b))
                 .then_some(Secret::PrivateKey),
             ByName::IfToken => head()
-                .is_some_and(|bytes| holds_auth_token(&bytes))
+                .is_some_and(|b| b.len() > SNIFF_BYTES || holds_auth_token(&b))
                 .then_some(Secret::Token),
             ByName::No if beside_key && !(unmasking && self.unmask.find(path).is_some()) => head()
                 .is_some_and(|bytes| holds_private_key(&bytes))
@@ -328,15 +337,23 @@ impl Secrets {
         }
         // Plain string checks, the same names as BY_NAME and the rest: a walk asks this of every
         // file.
-        let extension = name.rsplit_once('.').map(|(_, e)| e);
-        name.starts_with(".env")
-            || name.starts_with("id_")
+        let lower = name.to_ascii_lowercase();
+        let extension = lower.rsplit_once('.').map(|(_, e)| e);
+        lower.starts_with(".env")
+            || lower.starts_with("id_")
             || extension.is_some_and(|e| {
-                ["p12", "pfx", "jks", "keystore", "kdbx", "pem", "key", "crt"]
-                    .iter()
-                    .any(|x| e.eq_ignore_ascii_case(x))
+                [
+                    "p12", "pfx", "jks", "keystore", "kdbx", "pem", "key", "crt", "der",
+                ]
+                .contains(&e)
             })
-            || CREDENTIAL_NAMES.contains(&name)
+            || CREDENTIAL_NAMES.contains(&lower.as_str())
+    }
+
+    /// What [`Secrets::may_be_secret`] depends on beyond the built-in names: the settings'
+    /// patterns and the unmasked ones.
+    pub fn fingerprint(&self) -> String {
+        format!("{:?} {:?}", self.settings.patterns, self.unmask.patterns)
     }
 
     /// The credential files at their home locations: a person may make one at any time, so
@@ -351,20 +368,43 @@ impl Secrets {
     }
 }
 
-/// Whether `head` holds a PEM private key (`-----BEGIN … PRIVATE KEY-----`, RSA, EC, DSA,
-/// OpenSSH, encrypted or not).
+/// Whether `head` holds a private key: PEM of any kind (`-----BEGIN … PRIVATE KEY…-----`:
+/// PKCS#1, PKCS#8, SEC1, OpenSSH, encrypted, PGP), a `PuTTY` key, or DER (a SEQUENCE opening with
+/// the version INTEGER 0 or 1 of PKCS#1, PKCS#8 and SEC1, where a certificate opens with a
+/// SEQUENCE).
 pub fn holds_private_key(head: &[u8]) -> bool {
     const BEGIN: &[u8] = b"-----BEGIN ";
     let mut rest = head;
     while let Some(at) = find(rest, BEGIN) {
         let after = &rest[at + BEGIN.len()..];
         let line = after.split(|&b| b == b'\n').next().unwrap_or(after);
-        if find(line, b"PRIVATE KEY-----").is_some() {
+        if find(line, b"PRIVATE KEY").is_some() {
             return true;
         }
         rest = after;
     }
-    false
+    head.starts_with(b"PuTTY-User-Key-File-") || der_private_key(head)
+}
+
+/// A DER structure opening like a private key: `SEQUENCE { INTEGER 0|1, … }`.
+fn der_private_key(head: &[u8]) -> bool {
+    let Some((&0x30, rest)) = head.split_first() else {
+        return false;
+    };
+    // The SEQUENCE's length: short form, or long form of 1 to 4 bytes.
+    let Some((&len, rest)) = rest.split_first() else {
+        return false;
+    };
+    let rest = if len & 0x80 == 0 {
+        rest
+    } else {
+        let n = usize::from(len & 0x7f);
+        if !(1..=4).contains(&n) || rest.len() < n {
+            return false;
+        }
+        &rest[n..]
+    };
+    matches!(rest, [0x02, 0x01, 0x00 | 0x01, ..])
 }
 
 /// Whether `text` (an `.npmrc` or `.yarnrc.yml`) holds an auth token or password line.
@@ -425,6 +465,9 @@ mod tests {
         let s = secrets(&[]);
         for (path, content, is) in [
             ("/ws/.env", "", true),
+            ("/ws/.ENV", "", true),
+            ("/ws/ID_RSA", "", true),
+            ("/home/u/src/app/.npmrc", "//r/:_authToken=abc\n", true),
             ("/ws/app/.env.production", "", true),
             ("/ws/.env.example", "", false),
             ("/ws/.env.sample", "", false),
@@ -513,5 +556,19 @@ mod tests {
         }
         assert!(!holds_private_key(CERT.as_bytes()));
         assert!(!holds_private_key(b"-----BEGIN PUBLIC KEY-----\n"));
+        assert!(holds_private_key(
+            b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n"
+        ));
+        assert!(holds_private_key(b"PuTTY-User-Key-File-3: ssh-ed25519\n"));
+        // DER: PKCS#8 (long-form length, version 0), SEC1 (version 1); a certificate opens with
+        // a SEQUENCE.
+        assert!(holds_private_key(&[
+            0x30, 0x82, 0x04, 0xbd, 0x02, 0x01, 0x00, 0x30
+        ]));
+        assert!(holds_private_key(&[0x30, 0x77, 0x02, 0x01, 0x01, 0x04]));
+        assert!(!holds_private_key(&[
+            0x30, 0x82, 0x03, 0x0d, 0x30, 0x82, 0x01
+        ]));
+        assert!(!holds_private_key(b"plain text"));
     }
 }

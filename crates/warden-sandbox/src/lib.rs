@@ -25,6 +25,7 @@ mod seatbelt;
 mod seccomp;
 mod spawn;
 mod sys;
+mod toolchains;
 
 pub use backend::{Backend, Seatbelt};
 pub use bwrap::Bwrap;

@@ -95,11 +95,19 @@ pub(crate) fn linked(
         }
     }
     if let Some(rule) = rule {
+        // The index of earlier processes, loaded only when a root is walked at all.
+        let mut index: Option<crate::toolchains::Index> = None;
         for root in outermost(roots.kept) {
             if full.iter().any(|r| root.starts_with(r)) {
                 continue;
             }
-            let kept = mask.read_only_root(root, || names_walk(root, rule));
+            let kept = mask.read_only_root(root, || {
+                let Some(at) = mask.index() else {
+                    return names_walk(root, rule);
+                };
+                let index = index.get_or_insert_with(|| crate::toolchains::Index::load(at, rule));
+                decide_all(index.candidates(root, rule), rule)
+            });
             // What was masked then and is gone now has no mount point left.
             found
                 .masked
@@ -107,6 +115,9 @@ pub(crate) fn linked(
             found
                 .unmasked
                 .extend(kept.unmasked.into_iter().filter(|p| p.is_file()));
+        }
+        if let (Some(index), Some(at)) = (&index, mask.index()) {
+            index.save(at);
         }
         for path in rule.always_checked() {
             let under = roots.kept.iter().any(|r| path.starts_with(r));
@@ -201,6 +212,22 @@ pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
         kept: &[],
     };
     linked(&roots, &none, &none, &MaskRule::default()).outside
+}
+
+/// What the rule says of each candidate.
+fn decide_all(candidates: Vec<(PathBuf, bool)>, rule: &dyn Masking) -> Kept {
+    let mut found = Kept::default();
+    for (path, beside_key) in candidates {
+        if !path.is_file() {
+            continue;
+        }
+        match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
+            MaskDecision::Masked => found.masked.push(path),
+            MaskDecision::Unmasked => found.unmasked.push(path),
+            MaskDecision::Readable => {}
+        }
+    }
+    found
 }
 
 /// Whether a directory's entries hold a `*.pem`, `*.key` or `*.crt` file.
@@ -329,14 +356,14 @@ impl Name {
 }
 
 /// Whether a file name has the extension of a key or certificate.
-fn is_key_name(name: &std::ffi::OsStr) -> bool {
+pub(crate) fn is_key_name(name: &std::ffi::OsStr) -> bool {
     Path::new(name).extension().is_some_and(is_key_extension)
 }
 
-/// `pem`, `key` or `crt`, in any case.
+/// `pem`, `key`, `crt` or `der`, in any case: the extensions the secret list looks into.
 fn is_key_extension(extension: &std::ffi::OsStr) -> bool {
     extension.to_str().is_some_and(|x| {
-        ["pem", "key", "crt"]
+        ["pem", "key", "crt", "der"]
             .iter()
             .any(|k| x.eq_ignore_ascii_case(k))
     })

@@ -44,6 +44,12 @@ pub trait Masking: Send + Sync + std::fmt::Debug {
         let _ = (name, beside_key);
         true
     }
+
+    /// What [`Masking::may_mask`] depends on, as text: an index of directories made under one
+    /// fingerprint is not used under another.
+    fn fingerprint(&self) -> String {
+        String::new()
+    }
 }
 
 /// A request's masking: none, or the caller's rule, with what walks of read-only roots found
@@ -52,6 +58,8 @@ pub trait Masking: Send + Sync + std::fmt::Debug {
 pub struct MaskRule {
     rule: Option<Arc<dyn Masking>>,
     kept: Arc<Mutex<HashMap<PathBuf, Kept>>>,
+    /// Where the index of read-only roots' directories is kept between processes.
+    index: Option<PathBuf>,
 }
 
 impl MaskRule {
@@ -60,7 +68,21 @@ impl MaskRule {
         MaskRule {
             rule: Some(rule),
             kept: Arc::default(),
+            index: None,
         }
+    }
+
+    /// Keeps the index of read-only roots' directories at `path` (in warden's own data
+    /// directory, out of every command's and tool's reach), so that another process reads only
+    /// the directories that changed.
+    #[must_use]
+    pub fn with_index(mut self, path: PathBuf) -> Self {
+        self.index = Some(path);
+        self
+    }
+
+    pub(crate) fn index(&self) -> Option<&Path> {
+        self.index.as_deref()
     }
 
     pub(crate) fn rule(&self) -> Option<&Arc<dyn Masking>> {
@@ -102,8 +124,9 @@ impl PartialEq for MaskRule {
     }
 }
 
-/// How much of a file the walk reads to ask about its content.
-const HEAD_BYTES: u64 = 64 * 1024;
+/// How much of a file the walk reads to ask about its content: the secret list's 1 MiB, and
+/// one byte more, so that it can tell a larger file.
+const HEAD_BYTES: u64 = 1024 * 1024 + 1;
 
 /// The first bytes of `path`, without following a link and without blocking on a FIFO.
 pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {

@@ -158,9 +158,12 @@ impl ToolContext {
             }
         }
         let secrets = std::sync::Arc::new(warden_policy::Secrets::from_settings(settings)?);
-        let mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(crate::SecretMask(
+        let mut mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(crate::SecretMask(
             warden_policy::Secrets::clone(&secrets),
         )));
+        if let Some(index) = settings.dirs.toolchain_index() {
+            mask = mask.with_index(index);
+        }
         Ok(Self {
             cwd: settings.cwd.clone(),
             paths: PathPolicy::new(&roots, &denied)?

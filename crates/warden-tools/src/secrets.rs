@@ -35,6 +35,10 @@ impl warden_sandbox::Masking for SecretMask {
         self.0.may_be_secret(name, beside_key)
     }
 
+    fn fingerprint(&self) -> String {
+        self.0.fingerprint()
+    }
+
     fn always_checked(&self) -> Vec<PathBuf> {
         self.0
             .credential_files()

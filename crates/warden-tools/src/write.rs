@@ -137,8 +137,17 @@ pub(crate) fn target(ctx: &ToolContext, raw: &str) -> Result<Target, ToolError> 
         ));
     }
     // A secret is neither read nor replaced by the tools.
+    if ctx.paths.hides(&real) {
+        return Err(ToolError::new(
+            ToolErrorKind::DeniedPath,
+            format!("{raw}: another name (a hard link) of a protected file"),
+        ));
+    }
     if real.is_file()
-        && let Some(secret) = ctx.paths.secret_of(&real)
+        && let Some(secret) = ctx
+            .paths
+            .secret_of(&real)
+            .or_else(|| ctx.paths.secret_by_link(&real))
     {
         return Err(ToolError::new(
             ToolErrorKind::DeniedPath,

@@ -216,8 +216,12 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
         .map_err(|e| usage(anyhow!(e)))?;
     // The one secret list, as the file tools apply it.
     let secrets = warden_policy::Secrets::from_settings(settings).map_err(usage)?;
-    request.mask =
+    let mut mask =
         warden_sandbox::MaskRule::new(std::sync::Arc::new(warden_tools::SecretMask(secrets)));
+    if let Some(index) = settings.dirs.toolchain_index() {
+        mask = mask.with_index(index);
+    }
+    request.mask = mask;
     if let Some(name) = &args.profile {
         request.profile = profile(name).map_err(|e| usage(anyhow!(e)))?;
     }

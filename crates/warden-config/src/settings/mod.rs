@@ -119,6 +119,14 @@ impl WardenDirs {
         paths
     }
 
+    /// Where the index of toolchain directories the sandbox walks is kept, in the data
+    /// directory (a state file like the others: no tool or command may write it).
+    pub fn toolchain_index(&self) -> Option<PathBuf> {
+        self.data_dir
+            .as_ref()
+            .map(|d| d.join(crate::state::TOOLCHAIN_INDEX))
+    }
+
     /// warden's state files in the data directory, which no tool or command may read either;
     /// each as spelled and as its real path.
     pub fn state_files(&self) -> Vec<PathBuf> {
@@ -127,6 +135,7 @@ impl WardenDirs {
             for name in [
                 crate::state::TRUST_FILE,
                 crate::state::REMEMBERED_FILE,
+                crate::state::TOOLCHAIN_INDEX,
                 "trace.db",
                 "trace.db-wal",
                 "trace.db-shm",

@@ -389,7 +389,7 @@ fn head(path: &Path) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .ok()?
-        .take(crate::secrets::SNIFF_BYTES as u64)
+        .take(crate::secrets::SNIFF_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .ok()?;
     Some(bytes)
