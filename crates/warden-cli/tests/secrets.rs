@@ -262,6 +262,7 @@ fn the_doctor_tries_every_layer_and_says_how() {
         "closed-descriptors",
         "masked-file",
         "denied-path",
+        "secret-list",
         "network",
         "process-limit",
         "memory-limit",
@@ -281,4 +282,167 @@ fn the_doctor_tries_every_layer_and_says_how() {
             .contains("reading a masked file: refused (Permission denied")
     );
     assert!(run.stdout.contains("ptrace(PTRACE_TRACEME): refused"));
+    // A layer the user's settings turn off is reported missing, and the doctor still passes.
+    user_settings(&p, "[permissions]\nunmask = [\".env\"]\n");
+    let run = p.run(&["sandbox", "doctor"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("secret-list"))
+        .unwrap_or_default();
+    assert!(line.starts_with("missing"), "{}", run.stdout);
+    assert!(line.contains("unmask"), "{line}");
+}
+
+/// The user's own settings file, as a person would write it.
+fn user_settings(p: &Project, text: &str) {
+    let dir = p.home.join(".config/warden");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.toml"), text).unwrap();
+}
+
+#[test]
+fn credentials_stay_masked_through_a_home_that_is_a_link_and_their_directories_hide_whole() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    place(
+        &p,
+        "~/.cargo/credentials.toml",
+        "token = \"CARGO-LINKED-31337\"\n",
+    );
+    place(
+        &p,
+        "~/.config/gh/hosts.yml",
+        "oauth_token: GH-TOKEN-31337\n",
+    );
+    place(
+        &p,
+        "~/.config/gcloud/credentials.db",
+        "GCLOUD-TOKEN-31337\n",
+    );
+    place(
+        &p,
+        "~/.config/gcloud/configurations/config_default",
+        "GCLOUD-CONFIG-31337\n",
+    );
+    place(&p, "~/.config/other/notes", "NOT-A-SECRET-31337\n");
+    user_settings(&p, "[sandbox.filesystem]\nallow_read = [\"~/.config\"]\n");
+    // HOME is a link to the real home directory, as on machines with /home elsewhere.
+    let link = p.tmp().join("home-link");
+    std::os::unix::fs::symlink(&p.home, &link).unwrap();
+    let run_as = |args: &[&str]| {
+        let mut command = p.command();
+        command.env("HOME", &link).args(args);
+        crate::support::finish(&command.output().unwrap())
+    };
+    let files = "cat \"$HOME/.cargo/credentials.toml\" \"$HOME/.config/gh/hosts.yml\" \
+                 \"$HOME/.config/gcloud/credentials.db\" \
+                 \"$HOME/.config/gcloud/configurations/config_default\" \
+                 \"$HOME/.config/other/notes\"";
+    let bare = run_as(&["exec", "--no-sandbox", "--", "sh", "-c", files]);
+    let markers = [
+        "CARGO-LINKED-31337",
+        "GH-TOKEN-31337",
+        "GCLOUD-TOKEN-31337",
+        "GCLOUD-CONFIG-31337",
+    ];
+    for marker in markers {
+        assert!(
+            bare.stdout.contains(marker),
+            "the probe: {marker}: {}",
+            bare.stderr
+        );
+    }
+    let script = format!(
+        "{files}; ls -a \"$HOME/.config/gh\"; {}",
+        spellings("$HOME/.config/gh/hosts.yml")
+    );
+    let run = run_as(&["exec", "--", "sh", "-c", &script]);
+    for marker in markers {
+        assert!(!run.stdout.contains(marker), "{marker}: {}", run.stdout);
+    }
+    assert!(run.stdout.contains("NOT-A-SECRET-31337"), "{}", run.stderr);
+    assert!(!run.stdout.contains("hosts.yml"), "{}", run.stdout);
+    // The user unmasks one file of a credential directory: that one opens, the rest stays
+    // hidden, and the home's hidden credentials ignore an unmask.
+    user_settings(
+        &p,
+        "[sandbox.filesystem]\nallow_read = [\"~/.config\"]\n\
+         [permissions]\nunmask = [\"~/.config/gcloud/configurations/**\", \"~/.config/gh\"]\n",
+    );
+    let run = run_as(&["exec", "--", "sh", "-c", files]);
+    assert!(run.stdout.contains("GCLOUD-CONFIG-31337"), "{}", run.stderr);
+    for marker in ["GCLOUD-TOKEN-31337", "GH-TOKEN-31337", "CARGO-LINKED-31337"] {
+        assert!(!run.stdout.contains(marker), "{marker}: {}", run.stdout);
+    }
+}
+
+#[test]
+fn a_readable_roots_other_name_for_a_key_and_a_single_file_root_are_masked() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A key kept outside every root, and a plain file, each with a second name in a root the
+    // user lets commands read.
+    let away = p.tmp().join("away");
+    std::fs::create_dir_all(&away).unwrap();
+    std::fs::write(away.join("deploy"), key("LINKED-KEY-31337")).unwrap();
+    std::fs::write(away.join("plain"), "PLAIN-LINK-31337\n").unwrap();
+    place(&p, "~/shared/readme.txt", "SHARED-31337\n");
+    std::fs::hard_link(away.join("deploy"), p.home.join("shared/notes.txt")).unwrap();
+    std::fs::hard_link(away.join("plain"), p.home.join("shared/plain.txt")).unwrap();
+    place(&p, "~/keys/.env.prod", "SECRET=SINGLE-FILE-31337\n");
+    user_settings(
+        &p,
+        "[sandbox.filesystem]\nallow_read = [\"~/shared\", \"~/keys/.env.prod\"]\n",
+    );
+    let files = format!(
+        "cat {0}/shared/notes.txt {0}/shared/plain.txt {0}/shared/readme.txt {0}/keys/.env.prod",
+        p.home.display()
+    );
+    let bare = p.run(&["exec", "--no-sandbox", "--", "sh", "-c", &files]);
+    for marker in ["LINKED-KEY-31337", "SINGLE-FILE-31337"] {
+        assert!(
+            bare.stdout.contains(marker),
+            "the probe: {marker}: {}",
+            bare.stderr
+        );
+    }
+    let run = exec(&p, &files);
+    assert!(!run.stdout.contains("LINKED-KEY-31337"), "{}", run.stdout);
+    assert!(!run.stdout.contains("SINGLE-FILE-31337"), "{}", run.stdout);
+    assert!(run.stdout.contains("PLAIN-LINK-31337"), "{}", run.stderr);
+    assert!(run.stdout.contains("SHARED-31337"), "{}", run.stderr);
+}
+
+#[test]
+fn a_directory_too_deep_to_look_into_stops_the_command_instead_of_showing_its_secrets() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // Past PATH_MAX: reachable one step at a time, not by its whole name.
+    let deep = "import os\nfor _ in range(24):\n    os.makedirs('d' * 200, exist_ok=True)\n    os.chdir('d' * 200)\n";
+    let make = format!("{deep}open('.env', 'w').write('SECRET=DEEP-31337')\n");
+    let read = format!("{deep}print(open('.env').read())\n");
+    let bare = p.run(&["exec", "--no-sandbox", "--", "python3", "-c", &make]);
+    assert_eq!(bare.code, 0, "{}", bare.stderr);
+    let bare = p.run(&["exec", "--no-sandbox", "--", "python3", "-c", &read]);
+    assert!(
+        bare.stdout.contains("DEEP-31337"),
+        "the probe: {}",
+        bare.stderr
+    );
+    let run = p.run(&["exec", "--", "python3", "-c", &read]);
+    assert!(!run.stdout.contains("DEEP-31337"), "{}", run.stdout);
+    assert_eq!(run.code, 126, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot be looked into"),
+        "{}",
+        run.stderr
+    );
 }

@@ -34,6 +34,7 @@ const BY_NAME: &[&str] = &[
     "*.jks",
     "*.keystore",
     "*.kdbx",
+    "ssh_host_*_key",
 ];
 
 /// `.env` files people commit: templates, not secrets.
@@ -83,6 +84,19 @@ const CREDENTIAL_NAMES: &[&str] = &[
     "credentials",
     "credentials.toml",
 ];
+
+/// The machine's private keys, where distributions keep them: the system directories a
+/// command sees hold them, and a command running as root could read them.
+const SYSTEM_KEYS: &[&str] = &[
+    "/etc/ssl/private",
+    "/etc/pki/tls/private",
+    "/etc/letsencrypt/archive",
+    "/etc/letsencrypt/live",
+    "/etc/letsencrypt/keys",
+];
+
+/// Where sshd keeps its host keys (`ssh_host_*_key`, a secret by name).
+const SSH_DIR: &str = "/etc/ssh";
 
 /// Cargo's credentials, relative to `$CARGO_HOME` (default `~/.cargo`).
 const CARGO_CREDENTIALS: &[&str] = &["credentials", "credentials.toml"];
@@ -136,6 +150,8 @@ pub struct Secrets {
     names: GlobSet,
     templates: GlobSet,
     credentials: Vec<PathBuf>,
+    /// [`warden_config::HOME_SECRETS`]: hidden whatever `unmask` says.
+    hidden: Vec<PathBuf>,
     settings: Anchored,
     unmask: Anchored,
 }
@@ -209,10 +225,17 @@ impl Secrets {
             .filter(|r| !credentials.contains(r))
             .collect();
         credentials.extend(real);
+        credentials.extend(SYSTEM_KEYS.iter().map(PathBuf::from));
+        credentials.extend(host_keys(Path::new(SSH_DIR)));
+        let hidden = warden_config::HOME_SECRETS
+            .iter()
+            .map(|h| home.join(h))
+            .collect();
         Ok(Self {
             names: name_set(BY_NAME),
             templates: name_set(TEMPLATES),
             credentials,
+            hidden,
             settings: Anchored::new(&extra, &settings.project_root, home)?,
             unmask: Anchored::new(&settings.permissions.unmask, &settings.project_root, home)?,
         })
@@ -233,6 +256,9 @@ impl Secrets {
     pub fn by_name(&self, path: &Path) -> ByName {
         if let Some(pattern) = self.settings.find(path) {
             return ByName::Secret(Secret::Setting(pattern.to_owned()));
+        }
+        if let Some(at) = self.hidden.iter().find(|h| path.starts_with(h)) {
+            return ByName::Secret(Secret::Credentials(at.clone()));
         }
         if self.unmask.find(path).is_some() {
             return ByName::No;
@@ -341,6 +367,7 @@ impl Secrets {
         let extension = lower.rsplit_once('.').map(|(_, e)| e);
         lower.starts_with(".env")
             || lower.starts_with("id_")
+            || lower.starts_with("ssh_host_")
             || extension.is_some_and(|e| {
                 [
                     "p12", "pfx", "jks", "keystore", "kdbx", "pem", "key", "crt", "der",
@@ -356,16 +383,39 @@ impl Secrets {
         format!("{:?} {:?}", self.settings.patterns, self.unmask.patterns)
     }
 
-    /// The credential files at their home locations: a person may make one at any time, so
-    /// they are looked at on every command.
+    /// The credential files and directories at their home locations, and the machine's
+    /// private keys: a person may make one at any time, so they are looked at on every command.
     pub fn credential_files(&self) -> &[PathBuf] {
         &self.credentials
+    }
+
+    /// Whether the user unmasks anything at all.
+    pub fn unmasks_any(&self) -> bool {
+        !self.unmask.patterns.is_empty()
     }
 
     /// The `[permissions] unmask` pattern that matches `path`, if one does.
     pub fn unmasked(&self, path: &Path) -> Option<&str> {
         self.unmask.find(path)
     }
+}
+
+/// The host keys in `dir` (`ssh_host_*_key`, not their `.pub`).
+fn host_keys(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut keys: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        })
+        .map(|e| e.path())
+        .collect();
+    keys.sort();
+    keys
 }
 
 /// Whether `head` holds a private key: PEM of any kind (`-----BEGIN … PRIVATE KEY…-----`:
@@ -495,6 +545,11 @@ mod tests {
             ),
             ("/ws/private/notes.txt", "", true),
             ("/ws/README.md", "", false),
+            ("/etc/ssh/ssh_host_ed25519_key", "", true),
+            ("/ws/backup/ssh_host_rsa_key", "", true),
+            ("/etc/ssh/ssh_host_ed25519_key.pub", "", false),
+            ("/etc/ssl/private/ssl-cert-snakeoil.key", "", true),
+            ("/etc/letsencrypt/live/example.org/privkey.pem", "", true),
         ] {
             assert_eq!(secret(&s, path, content), is, "{path}");
         }
@@ -502,7 +557,15 @@ mod tests {
 
     #[test]
     fn unmask_makes_a_built_in_secret_readable_but_not_a_settings_one() {
-        let s = secrets(&[".env", "private/**"]);
+        let s = secrets(&[
+            ".env",
+            "private/**",
+            "~/.config/gh/**",
+            "~/.config/gcloud/**",
+        ]);
+        // The home's hidden credentials stay hidden; the other credential files open.
+        assert!(secret(&s, "/home/u/.config/gh/hosts.yml", ""));
+        assert!(!secret(&s, "/home/u/.config/gcloud/credentials.db", ""));
         assert!(!secret(&s, "/ws/.env", ""));
         assert_eq!(s.unmasked(Path::new("/ws/.env")), Some(".env"));
         assert!(secret(&s, "/ws/app/.env.local", ""));
@@ -526,6 +589,26 @@ mod tests {
             ))
             .is_none()
         );
+    }
+
+    #[test]
+    fn the_quick_look_says_yes_to_every_built_in_name() {
+        let s = secrets(&[]);
+        let s = Secrets {
+            settings: Anchored::new(&[], Path::new("/ws"), Path::new("/home/u")).unwrap(),
+            ..s
+        };
+        for name in [
+            ".env",
+            ".Env.local",
+            "id_rsa",
+            "ssh_host_rsa_key",
+            "a.P12",
+            "k.DER",
+        ] {
+            assert!(s.may_be_secret(name, false), "{name}");
+        }
+        assert!(!s.may_be_secret("main.rs", false));
     }
 
     #[test]

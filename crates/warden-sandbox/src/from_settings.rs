@@ -54,17 +54,7 @@ pub const HOME_TOOLCHAINS: &[&str] = &[
     ".volta",
 ];
 
-/// Secrets under `$HOME` hidden even where a mount would show them.
-pub const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".config/gh",
-    ".netrc",
-    ".docker",
-    ".kube",
-    ".git-credentials",
-];
+pub use warden_config::HOME_SECRETS;
 
 /// Paths kept read-only inside the workspace.
 pub const WORKSPACE_PROTECTED: &[&str] = &[

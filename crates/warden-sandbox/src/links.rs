@@ -25,6 +25,8 @@ pub(crate) struct Linked {
     pub(crate) read_only: Vec<PathBuf>,
     pub(crate) masked: Vec<PathBuf>,
     pub(crate) unmasked: Vec<PathBuf>,
+    /// Directories the walk could not read: what they hold is unknown, so they are hidden.
+    pub(crate) unreadable: Vec<PathBuf>,
 }
 
 /// The identities of the multiply-linked files at or below `paths`: only those can have
@@ -95,45 +97,12 @@ pub(crate) fn linked(
         }
     }
     if let Some(rule) = rule {
-        // The index of earlier processes, loaded only when a root is walked at all.
-        let mut index: Option<crate::toolchains::Index> = None;
-        for root in outermost(roots.kept) {
-            if full.iter().any(|r| root.starts_with(r)) {
-                continue;
-            }
-            let kept = mask.read_only_root(root, || {
-                let Some(at) = mask.index() else {
-                    return names_walk(root, rule);
-                };
-                let index = index.get_or_insert_with(|| crate::toolchains::Index::load(at, rule));
-                decide_all(index.candidates(root, rule), rule)
-            });
-            // What was masked then and is gone now has no mount point left.
-            found
-                .masked
-                .extend(kept.masked.into_iter().filter(|p| p.is_file()));
-            found
-                .unmasked
-                .extend(kept.unmasked.into_iter().filter(|p| p.is_file()));
-        }
-        if let (Some(index), Some(at)) = (&index, mask.index()) {
-            index.save(at);
-        }
-        for path in rule.always_checked() {
-            let under = roots.kept.iter().any(|r| path.starts_with(r));
-            if under
-                && path.is_file()
-                && !found.masked.contains(&path)
-                && rule.decide(&path, false, &mut || crate::masking::head(&path))
-                    == MaskDecision::Masked
-            {
-                found.masked.push(path);
-            }
-        }
+        kept_roots(roots.kept, &full, mask, rule, &mut found);
     }
     let mut linked = Linked {
         masked: found.masked,
         unmasked: found.unmasked,
+        unreadable: found.unreadable,
         ..Linked::default()
     };
     // Another name of a masked file is masked too: `ln .env notes.txt` made before the run.
@@ -144,11 +113,22 @@ pub(crate) fn linked(
         .filter(|m| m.nlink() > 1)
         .map(|m| (m.dev(), m.ino()))
         .collect();
-    for ((dev, ino), (_, paths)) in seen_read {
+    for ((dev, ino), (nlink, paths)) in seen_read {
         if hidden.contains(&(dev, ino)) {
             linked.hidden.extend(paths);
         } else if masked_ids.contains(&(dev, ino)) {
             linked.masked.extend(paths);
+        } else if let Some(rule) = rule
+            && u64::try_from(paths.len()).unwrap_or(u64::MAX) < nlink
+        {
+            // Another name of a file elsewhere (`ln ~/.ssh/id_rsa notes`): masked when what it
+            // holds is a private key, whatever its name here.
+            for path in paths {
+                let head = &mut || crate::masking::head_of(&path, LINK_SNIFF);
+                if rule.decide(&path, true, head) == MaskDecision::Masked {
+                    linked.masked.push(path);
+                }
+            }
         }
     }
     for (id, (_, paths)) in &seen {
@@ -172,11 +152,52 @@ pub(crate) fn linked(
         &mut linked.read_only,
         &mut linked.masked,
         &mut linked.unmasked,
+        &mut linked.unreadable,
     ] {
         list.sort();
         list.dedup();
     }
     linked
+}
+
+/// How much of a readable root's file with a link elsewhere is read to tell a private key:
+/// keys are small, and such files may be many (a package store's).
+const LINK_SNIFF: u64 = 16 * 1024;
+
+/// The read-only roots no command can change (toolchain directories): what an earlier command
+/// under this rule found there, else the index of earlier processes, else a walk.
+fn kept_roots(
+    kept: &[PathBuf],
+    full: &[&PathBuf],
+    mask: &MaskRule,
+    rule: &dyn Masking,
+    found: &mut Kept,
+) {
+    // The index of earlier processes, loaded only when a root is walked at all.
+    let mut index: Option<crate::toolchains::Index> = None;
+    for root in outermost(kept) {
+        if full.iter().any(|r| root.starts_with(r)) {
+            continue;
+        }
+        let kept = mask.read_only_root(root, || {
+            let Some(at) = mask.index() else {
+                return names_walk(root, rule);
+            };
+            let index = index.get_or_insert_with(|| crate::toolchains::Index::load(at, rule));
+            decide_all(root, index.candidates(root, rule), rule)
+        });
+        // What was masked then and is gone now has no mount point left.
+        found
+            .masked
+            .extend(kept.masked.into_iter().filter(|p| p.is_file()));
+        found
+            .unmasked
+            .extend(kept.unmasked.into_iter().filter(|p| p.is_file()));
+        found.unreadable.extend(kept.unreadable);
+    }
+    if let (Some(index), Some(at)) = (&index, mask.index()) {
+        index.save(at);
+    }
 }
 
 /// The roots of one command, by how the walk treats them.
@@ -214,20 +235,43 @@ pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
     linked(&roots, &none, &none, &MaskRule::default()).outside
 }
 
-/// What the rule says of each candidate.
-fn decide_all(candidates: Vec<(PathBuf, bool)>, rule: &dyn Masking) -> Kept {
+/// What the rule says of each candidate of `root`.
+fn decide_all(root: &Path, candidates: Vec<(PathBuf, bool)>, rule: &dyn Masking) -> Kept {
     let mut found = Kept::default();
+    let real = RealRoot::of(root);
     for (path, beside_key) in candidates {
         if !path.is_file() {
             continue;
         }
-        match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
-            MaskDecision::Masked => found.masked.push(path),
-            MaskDecision::Unmasked => found.unmasked.push(path),
-            MaskDecision::Readable => {}
-        }
+        let decision = rule.decide(&real.at(&path), beside_key, &mut || {
+            crate::masking::head(&path)
+        });
+        found.record(path, decision);
     }
     found
+}
+
+/// A root's real path, for the rule: a root reached through a link (a home directory that
+/// is one) is decided where it really is, and masked where the command sees it.
+struct RealRoot<'a> {
+    root: &'a Path,
+    real: Option<PathBuf>,
+}
+
+impl<'a> RealRoot<'a> {
+    fn of(root: &'a Path) -> Self {
+        let real = root.canonicalize().ok().filter(|r| r != root);
+        RealRoot { root, real }
+    }
+
+    /// `path` (below the root) at the root's real place.
+    fn at(&self, path: &Path) -> PathBuf {
+        match (&self.real, path.strip_prefix(self.root)) {
+            (Some(real), Ok(rest)) if !rest.as_os_str().is_empty() => real.join(rest),
+            (Some(real), Ok(_)) => real.clone(),
+            _ => path.to_path_buf(),
+        }
+    }
 }
 
 /// Whether a directory's entries hold a `*.pem`, `*.key` or `*.crt` file.
@@ -235,16 +279,30 @@ fn holds_keys(entries: &[std::fs::DirEntry]) -> bool {
     entries.iter().any(|e| is_key_name(&e.file_name()))
 }
 
+/// The entries of `dir`, or `None` when it cannot be read (and is not simply gone): what it
+/// holds is unknown, and it is recorded as unreadable.
+fn entries_of(dir: &Path, found: &mut Kept) -> Option<Vec<std::fs::DirEntry>> {
+    let read = std::fs::read_dir(dir).and_then(Iterator::collect::<std::io::Result<Vec<_>>>);
+    match read {
+        Ok(entries) => Some(entries),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => {
+            found.unreadable.push(dir.to_path_buf());
+            None
+        }
+    }
+}
+
 /// The walk of a read-only root for masking only: names from the directory entries, a `stat`
 /// or a read only for files whose name the rule may mask.
 fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
     let mut found = Kept::default();
+    let real = RealRoot::of(root);
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Some(entries) = entries_of(&dir, &mut found) else {
             continue;
         };
-        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
         let keys_here = holds_keys(&entries);
         for entry in entries {
             let Ok(kind) = entry.file_type() else {
@@ -266,28 +324,40 @@ fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
                 continue;
             }
             let path = entry.path();
-            match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
-                MaskDecision::Masked => found.masked.push(path),
-                MaskDecision::Unmasked => found.unmasked.push(path),
-                MaskDecision::Readable => {}
-            }
+            let decision = rule.decide(&real.at(&path), beside_key, &mut || {
+                crate::masking::head(&path)
+            });
+            found.record(path, decision);
         }
     }
     found
 }
 
-/// Records every multiply-linked non-directory under `root`, and asks `rule` about every
-/// regular file: what it masks, and what the user unmasked. Directory entries carry their type,
-/// so only non-directories are `stat`ed.
+/// Records every multiply-linked non-directory under `root` (a directory, or a single file),
+/// and asks `rule` about every regular file: what it masks, and what the user unmasked.
+/// Directory entries carry their type, so only non-directories are `stat`ed.
 fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Kept) {
+    let real = RealRoot::of(root);
+    let Ok(top) = std::fs::symlink_metadata(root) else {
+        return;
+    };
+    if top.is_file() {
+        // A root of one file: decided as such (no walk tells what sits beside it).
+        if let Some(rule) = rule {
+            let decision = rule.decide(&real.at(root), false, &mut || crate::masking::head(root));
+            found.record(root.to_path_buf(), decision);
+        }
+        note_links(seen, &top, root.to_path_buf());
+        return;
+    }
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Some(entries) = entries_of(&dir, found) else {
             continue;
         };
         // The names once, for the rule: each file's own, and whether a key sits here.
         let entries: Vec<(std::fs::DirEntry, Option<Name>)> = entries
-            .flatten()
+            .into_iter()
             .map(|e| {
                 let name = rule.map(|_| Name::of(&e));
                 (e, name)
@@ -317,20 +387,24 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
                 let beside_key = keys_here && name.bare;
                 if rule.may_mask(&name.text, beside_key) {
                     let path = entry.path();
-                    match rule.decide(&path, beside_key, &mut || crate::masking::head(&path)) {
-                        MaskDecision::Masked => found.masked.push(path),
-                        MaskDecision::Unmasked => found.unmasked.push(path),
-                        MaskDecision::Readable => {}
-                    }
+                    let decision = rule.decide(&real.at(&path), beside_key, &mut || {
+                        crate::masking::head(&path)
+                    });
+                    found.record(path, decision);
                 }
             }
-            if meta.nlink() > 1 {
-                seen.entry((meta.dev(), meta.ino()))
-                    .or_insert_with(|| (meta.nlink(), Vec::new()))
-                    .1
-                    .push(entry.path());
-            }
+            note_links(seen, &meta, entry.path());
         }
+    }
+}
+
+/// Records `path` under its identity when it has more than one name.
+fn note_links(seen: &mut Seen, meta: &std::fs::Metadata, path: PathBuf) {
+    if meta.nlink() > 1 {
+        seen.entry((meta.dev(), meta.ino()))
+            .or_insert_with(|| (meta.nlink(), Vec::new()))
+            .1
+            .push(path);
     }
 }
 

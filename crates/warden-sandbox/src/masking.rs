@@ -33,9 +33,11 @@ pub trait Masking: Send + Sync + std::fmt::Debug {
         head: &mut dyn FnMut() -> Option<Vec<u8>>,
     ) -> MaskDecision;
 
-    /// Files checked on every command even where a directory's walk is kept from an earlier
-    /// one: credential files at their home locations, which a person may create at any time.
-    fn always_checked(&self) -> Vec<PathBuf>;
+    /// Credential files and directories at fixed places (the home's, the machine's private
+    /// keys), checked on every command wherever the command could see them, walked or not (a
+    /// person may make one at any time): each with what becomes of it. A directory is hidden
+    /// whole.
+    fn credential_paths(&self) -> Vec<(PathBuf, MaskDecision)>;
 
     /// Whether a file named `name` could be masked at all (`beside_key`: it has no extension
     /// and sits beside a `*.pem`, `*.key` or `*.crt` file). A walk skips, without a `stat`, the
@@ -130,6 +132,11 @@ const HEAD_BYTES: u64 = 1024 * 1024 + 1;
 
 /// The first bytes of `path`, without following a link and without blocking on a FIFO.
 pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
+    head_of(path, HEAD_BYTES)
+}
+
+/// The first `limit` bytes of `path`, without following a link and without blocking on a FIFO.
+pub(crate) fn head_of(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let file = std::fs::OpenOptions::new()
@@ -141,7 +148,7 @@ pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
         return None;
     }
     let mut bytes = Vec::new();
-    file.take(HEAD_BYTES).read_to_end(&mut bytes).ok()?;
+    file.take(limit).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -150,17 +157,40 @@ pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
 pub(crate) struct Kept {
     pub(crate) masked: Vec<PathBuf>,
     pub(crate) unmasked: Vec<PathBuf>,
+    /// Directories that could not be read.
+    pub(crate) unreadable: Vec<PathBuf>,
+}
+
+impl Kept {
+    /// Keeps `path` by what the rule said of it.
+    pub(crate) fn record(&mut self, path: PathBuf, decision: MaskDecision) {
+        match decision {
+            MaskDecision::Masked => self.masked.push(path),
+            MaskDecision::Unmasked => self.unmasked.push(path),
+            MaskDecision::Readable => {}
+        }
+    }
 }
 
 /// The empty file of mode `000` mounted over what is masked: made once per user, in a
-/// directory of their own under the temporary directory, checked each time (a directory, not
-/// a link, owned by us, mode `0700`; a regular empty file of mode `000`, owned by us).
-pub(crate) fn mask_source() -> Result<PathBuf, String> {
+/// directory of its own in `data` (warden's data directory, beside the index) or else under the
+/// temporary directory, checked each time (a directory, not a link, owned by us, mode `0700`;
+/// a regular empty file of mode `000`, owned by us).
+pub(crate) fn mask_source(data: Option<&Path>) -> Result<PathBuf, String> {
     use std::os::unix::fs::{
         DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
     };
     let (uid, _) = crate::sys::ids();
-    let dir = std::env::temp_dir().join(format!("warden-masked-{uid}"));
+    let dir = match data {
+        Some(data) => {
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(data);
+            data.join("masked")
+        }
+        None => std::env::temp_dir().join(format!("warden-masked-{uid}")),
+    };
     let err = |what: &str| format!("the mask file in {}: {what}", dir.display());
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -192,5 +222,7 @@ pub(crate) fn mask_source() -> Result<PathBuf, String> {
             "the mask file is not an empty file of mode 000; remove it",
         ));
     }
-    Ok(file)
+    // Its real path: the sandbox reaches it through the host's root, where a link on the way
+    // (a home directory that is one) would lead elsewhere.
+    file.canonicalize().map_err(|e| err(&e.to_string()))
 }

@@ -194,7 +194,7 @@ impl Plan {
         if request.profile != Profile::FullIsolated {
             for dir in request.home_allow.iter().filter(|p| existing(p)) {
                 mounts.push(Mount::Bind {
-                    source: dir.clone(),
+                    source: real(dir),
                     target: dir.clone(),
                     writable: false,
                 });
@@ -202,7 +202,7 @@ impl Plan {
         }
         for dir in request.allow_read.iter().filter(|p| existing(p)) {
             mounts.push(Mount::Bind {
-                source: dir.clone(),
+                source: real(dir),
                 target: dir.clone(),
                 writable: false,
             });
@@ -211,21 +211,21 @@ impl Plan {
         let has_workspace = !request.workspace.as_os_str().is_empty();
         if has_workspace {
             mounts.push(Mount::Bind {
-                source: request.workspace.clone(),
+                source: real(&request.workspace),
                 target: request.workspace.clone(),
                 writable,
             });
         }
         for dir in request.allow_write.iter().filter(|p| existing(p)) {
             mounts.push(Mount::Bind {
-                source: dir.clone(),
+                source: real(dir),
                 target: dir.clone(),
                 writable,
             });
         }
         for (source, target, rw) in &request.mounts {
             mounts.push(Mount::Bind {
-                source: source.clone(),
+                source: real(source),
                 target: target.clone(),
                 writable: *rw && writable,
             });
@@ -319,6 +319,8 @@ impl Plan {
         }
         // Files in the workspace and the writable roots with links elsewhere: reading or
         // writing them would reach a file outside.
+        let workspace = real(&request.workspace);
+        let home_allow: Vec<PathBuf> = request.home_allow.iter().map(|p| real(p)).collect();
         let roots: Vec<(PathBuf, PathBuf)> = mounts
             .iter()
             .filter_map(|m| match m {
@@ -326,7 +328,7 @@ impl Plan {
                     source,
                     target,
                     writable,
-                } if *writable || (has_workspace && source.starts_with(&request.workspace)) => {
+                } if *writable || (has_workspace && source.starts_with(&workspace)) => {
                     Some((source.clone(), target.clone()))
                 }
                 _ => None,
@@ -342,7 +344,7 @@ impl Plan {
             .iter()
             .filter_map(|m| match m {
                 Mount::Bind { source, .. }
-                    if !sources.contains(source) && !request.home_allow.contains(source) =>
+                    if !sources.contains(source) && !home_allow.contains(source) =>
                 {
                     Some(source.clone())
                 }
@@ -353,12 +355,7 @@ impl Plan {
         let kept: Vec<PathBuf> = if request.profile == Profile::FullIsolated {
             Vec::new()
         } else {
-            request
-                .home_allow
-                .iter()
-                .filter(|p| p.is_dir())
-                .cloned()
-                .collect()
+            home_allow.iter().filter(|p| p.is_dir()).cloned().collect()
         };
         let linked = crate::links::linked(
             &crate::links::Roots {
@@ -377,35 +374,78 @@ impl Plan {
                 _ => None,
             })
             .collect();
-        let seen_as = |file: &Path| {
-            binds
-                .iter()
-                .filter(|(s, _)| file.starts_with(s))
-                .max_by_key(|(s, _)| depth(s))
-                .map(|(s, t)| t.join(file.strip_prefix(s).unwrap_or(file)))
-        };
+        let mut unmasked = linked.unmasked;
+        // Directories hidden whole so far (denied ones), and those to hide now: what cannot be
+        // looked into (its secrets would be unknown) and the credential directories.
+        let mut hidden_dirs: Vec<PathBuf> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Tmpfs {
+                    target,
+                    writable: false,
+                    ..
+                } if *target != request.home => Some(target.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut hide: Vec<PathBuf> = Vec::new();
+        for dir in &linked.unreadable {
+            let targets = seen_at(dir, &binds);
+            if let Some(long) = targets.iter().find(|t| t.as_os_str().len() >= PATH_MAX) {
+                // Not even an empty file system can be mounted over it.
+                return Err(format!(
+                    "{}… cannot be looked into for secrets: its name is longer than the system \
+                     allows ({} bytes); move it higher up, and nothing runs until then",
+                    printable_prefix(long),
+                    long.as_os_str().len()
+                ));
+            }
+            hide.extend(targets);
+        }
+        let mut masks: Vec<PathBuf> = Vec::new();
+        if let Some(rule) = request.mask.rule() {
+            credentials(&**rule, &binds, &mut hide, &mut masks, &mut unmasked);
+        }
         for file in linked
             .outside
             .iter()
             .chain(&linked.hidden)
             .chain(&linked.masked)
         {
-            if let Some(target) = seen_as(file) {
-                mounts.push(Mount::MaskFile { target });
-            }
+            masks.extend(seen_at(file, &binds));
+        }
+        hide.sort();
+        hide.dedup();
+        hide.retain(|h| !hidden_dirs.contains(h));
+        hidden_dirs.extend(hide.iter().cloned());
+        let under_hidden =
+            |path: &Path| hidden_dirs.iter().any(|d| path.starts_with(d) && path != d);
+        for target in hide.into_iter().filter(|t| !under_hidden(t)) {
+            mounts.push(Mount::Tmpfs {
+                target,
+                writable: false,
+                size_mb: 1,
+            });
+        }
+        masks.sort();
+        masks.dedup();
+        for target in masks.into_iter().filter(|t| !under_hidden(t)) {
+            mounts.push(Mount::MaskFile { target });
         }
         for file in &linked.read_only {
-            if let Some(target) = seen_as(file) {
-                mounts.push(Mount::Bind {
-                    source: file.clone(),
-                    target,
-                    writable: false,
-                });
+            for target in seen_at(file, &binds) {
+                if !under_hidden(&target) {
+                    mounts.push(Mount::Bind {
+                        source: file.clone(),
+                        target,
+                        writable: false,
+                    });
+                }
             }
         }
         mounts.sort_by_key(|m| depth(target(m)));
         let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
-            crate::masking::mask_source()?
+            crate::masking::mask_source(request.mask.index().and_then(Path::parent))?
         } else {
             PathBuf::new()
         };
@@ -425,7 +465,7 @@ impl Plan {
             placeholders,
             sized: request.sized.clone(),
             collect: request.collect.clone(),
-            unmasked: linked.unmasked,
+            unmasked,
             mask_source,
             landlock_denied: request.landlock_denied.clone(),
         })
@@ -445,6 +485,77 @@ fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
             _ => None,
         })
         .max_by_key(|(target, _)| depth(target))
+}
+
+/// The longest path the kernel takes.
+const PATH_MAX: usize = 4096;
+
+/// The first part of a long path, for a message.
+fn printable_prefix(path: &Path) -> String {
+    path.display().to_string().chars().take(120).collect()
+}
+
+/// `path` with every link on the way resolved: the sandbox reaches a bind's source through the
+/// host's root, where a link to an absolute path would lead elsewhere.
+fn real(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Where the host's `path` shows inside: through every bind that holds it and is not itself
+/// covered there by another bind.
+fn seen_at(path: &Path, binds: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    for (source, target) in binds {
+        let Ok(rest) = path.strip_prefix(source) else {
+            continue;
+        };
+        // (`join` of nothing would add a slash: a bind of the file itself.)
+        let at = if rest.as_os_str().is_empty() {
+            target.clone()
+        } else {
+            target.join(rest)
+        };
+        // The bind that wins at `at` is the deepest whose target holds it.
+        let winner = binds
+            .iter()
+            .filter(|(_, t)| at.starts_with(t))
+            .max_by_key(|(_, t)| depth(t));
+        if winner.is_some_and(|(s, t)| s == source && t == target) && !targets.contains(&at) {
+            targets.push(at);
+        }
+    }
+    targets
+}
+
+/// The credential files and directories of `rule` that the command could see: a directory
+/// hidden whole (an empty read-only file system over it), a file masked, one the user unmasked
+/// recorded. A link is left alone: where it leads is on the list too.
+fn credentials(
+    rule: &dyn crate::masking::Masking,
+    binds: &[(PathBuf, PathBuf)],
+    hide: &mut Vec<PathBuf>,
+    masks: &mut Vec<PathBuf>,
+    unmasked: &mut Vec<PathBuf>,
+) {
+    use crate::masking::MaskDecision;
+    for (path, decision) in rule.credential_paths() {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let targets = seen_at(&path, binds);
+        if targets.is_empty() {
+            continue;
+        }
+        match decision {
+            MaskDecision::Masked if meta.is_dir() => hide.extend(targets),
+            MaskDecision::Masked if meta.is_file() => masks.extend(targets),
+            MaskDecision::Unmasked => unmasked.push(path),
+            _ => {}
+        }
+    }
 }
 
 /// Whether `path` would be visible through one of the mounts made so far.
@@ -521,5 +632,77 @@ mod tests {
                 target: "/etc/shadow".into()
             }));
         }
+    }
+
+    /// Masks `.env` by name; its credential paths are given.
+    #[derive(Debug)]
+    struct Fake(Vec<(PathBuf, crate::masking::MaskDecision)>);
+
+    impl crate::masking::Masking for Fake {
+        fn decide(
+            &self,
+            path: &Path,
+            _: bool,
+            _: &mut dyn FnMut() -> Option<Vec<u8>>,
+        ) -> crate::masking::MaskDecision {
+            if path.file_name().is_some_and(|n| n == ".env") {
+                crate::masking::MaskDecision::Masked
+            } else {
+                crate::masking::MaskDecision::Readable
+            }
+        }
+
+        fn credential_paths(&self) -> Vec<(PathBuf, crate::masking::MaskDecision)> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn a_secret_is_masked_wherever_a_bind_shows_it_and_credential_directories_hide_whole() {
+        use crate::masking::MaskDecision::{Masked, Unmasked};
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path();
+        let away = tempfile::tempdir().unwrap();
+        std::fs::write(ws.join(".env"), "s").unwrap();
+        std::fs::create_dir(ws.join("creds")).unwrap();
+        std::fs::write(ws.join("creds/.env"), "s").unwrap();
+        std::fs::write(ws.join("token"), "t").unwrap();
+        std::fs::write(away.path().join("token"), "t").unwrap();
+        let mut req = request(ws);
+        // The workspace shown a second time, elsewhere.
+        req.mounts
+            .push((ws.to_path_buf(), PathBuf::from("/mnt/ws"), false));
+        req.mask = crate::masking::MaskRule::new(std::sync::Arc::new(Fake(vec![
+            (ws.join("creds"), Masked),
+            (ws.join("token"), Unmasked),
+            // Not visible: nothing to do.
+            (away.path().join("token"), Masked),
+        ])));
+        let plan = Plan::new(&req).unwrap();
+        for at in [ws.to_path_buf(), PathBuf::from("/mnt/ws")] {
+            assert!(
+                plan.mounts.contains(&Mount::MaskFile {
+                    target: at.join(".env")
+                }),
+                "{at:?}: {:#?}",
+                plan.mounts
+            );
+            assert!(plan.mounts.contains(&Mount::Tmpfs {
+                target: at.join("creds"),
+                writable: false,
+                size_mb: 1
+            }));
+            // What the hidden directory holds needs no mask of its own.
+            assert!(!plan.mounts.contains(&Mount::MaskFile {
+                target: at.join("creds/.env")
+            }));
+        }
+        assert!(
+            !plan
+                .mounts
+                .iter()
+                .any(|m| target(m).starts_with(away.path()))
+        );
+        assert_eq!(plan.unmasked, vec![ws.join("token")]);
     }
 }

@@ -184,7 +184,7 @@ mod tests {
                 MaskDecision::Readable
             }
         }
-        fn always_checked(&self) -> Vec<PathBuf> {
+        fn credential_paths(&self) -> Vec<(PathBuf, MaskDecision)> {
             Vec::new()
         }
         fn may_mask(&self, name: &str, _: bool) -> bool {

@@ -39,12 +39,61 @@ impl warden_sandbox::Masking for SecretMask {
         self.0.fingerprint()
     }
 
-    fn always_checked(&self) -> Vec<PathBuf> {
-        self.0
-            .credential_files()
-            .iter()
-            .filter(|p| !p.is_dir())
-            .cloned()
-            .collect()
+    fn credential_paths(&self) -> Vec<(PathBuf, MaskDecision)> {
+        let mut paths = Vec::new();
+        for path in self.0.credential_files() {
+            // A directory is hidden whole, unless the user unmasked something in it: then each
+            // of its files is decided on its own.
+            if self.0.unmasks_any() && self.0.unmasked(path).is_none() && path.is_dir() {
+                paths.extend(files_below(path).into_iter().map(|file| {
+                    let decision = self.credential(&file);
+                    (file, decision)
+                }));
+            } else {
+                paths.push((path.clone(), self.credential(path)));
+            }
+        }
+        paths
     }
+}
+
+impl SecretMask {
+    /// A credential path is masked unless the user unmasked it (which the home's hidden
+    /// credentials ignore).
+    fn credential(&self, path: &Path) -> MaskDecision {
+        if self.0.check(path, false, &mut || None).is_some() {
+            MaskDecision::Masked
+        } else if self.0.unmasked(path).is_some() {
+            MaskDecision::Unmasked
+        } else {
+            // Where it is not a secret at all (a settings pattern would have said so).
+            MaskDecision::Readable
+        }
+    }
+}
+
+/// How many files of a credential directory are decided one by one.
+const CREDENTIAL_FILES: usize = 10_000;
+
+/// The regular files below `dir`, links not followed, at most [`CREDENTIAL_FILES`] of them
+/// (past that the directory is hidden whole).
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(at) = dirs.pop() {
+        for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+            if files.len() > CREDENTIAL_FILES {
+                return vec![dir.to_path_buf()];
+            }
+        }
+    }
+    files
 }

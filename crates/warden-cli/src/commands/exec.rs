@@ -320,19 +320,32 @@ fn unsandboxed(settings: &Settings, request: &Request, args: &ExecArgs) -> Resul
 
 /// `warden sandbox doctor`: runs a trivial command through the sandbox and reports each layer.
 pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
-    // Landlock is required where the settings say so.
-    let require_landlock =
-        super::load_for_inspection(dir).is_ok_and(|s| s.sandbox.require_landlock);
-    let scratch = std::env::temp_dir().join(format!("warden-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
-        .map_err(|e| refused(&format!("{}: {e}", scratch.display())))?;
+    // Landlock is required where the settings say so; the secret list is the settings' own.
+    let settings = super::load_for_inspection(dir).ok();
+    let require_landlock = settings
+        .as_ref()
+        .is_some_and(|s| s.sandbox.require_landlock);
+    let secrets = match &settings {
+        Some(settings) => warden_policy::Secrets::from_settings(settings),
+        None => warden_policy::Secrets::from_settings(&Settings::defaults(
+            std::env::current_dir().unwrap_or_default(),
+        )),
+    }
+    .map_err(usage)?;
+    let mask =
+        warden_sandbox::MaskRule::new(std::sync::Arc::new(warden_tools::SecretMask(secrets)));
+    // A new directory of a random name, only ours (mode 0700), gone when the checks are.
+    let scratch = tempfile::Builder::new()
+        .prefix("warden-doctor-")
+        .tempdir()
+        .map_err(|e| refused(&format!("a directory for the checks: {e}")))?;
     let helper = super::sandbox_helper().map_err(|e| refused(&e.to_string()))?;
     let probe = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
-    let mut checks = warden_sandbox::check_layers(&helper, &probe, &scratch);
+    let mut checks = warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask);
     for check in &mut checks {
         check.required |= require_landlock && check.layer == "landlock";
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch);
     let mut missing_required = false;
     for check in &checks {
         let state = if check.works { "works" } else { "missing" };

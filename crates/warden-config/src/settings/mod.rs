@@ -22,6 +22,19 @@ pub use tables::{
     Price, Provider, ProviderKind, ReadTool, Skills, Tools, WriteTool,
 };
 
+/// Credential directories and files under `$HOME` that nothing shows, not a tool and not a
+/// command, whatever the settings say (`[permissions] unmask` included).
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".git-credentials",
+];
+
 /// Every setting, resolved from all layers. Build one with [`crate::load`], or
 /// [`Settings::defaults`] in tests and tools.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -16,6 +16,9 @@ pub(super) struct Attempt {
     pub(super) error: Option<String>,
     /// A count, where the probe counts (processes made).
     pub(super) count: Option<u64>,
+    /// The error number of the failure, when the system gave one.
+    #[serde(default)]
+    pub(super) errno: Option<i32>,
 }
 
 /// Runs one probe and exits: the warden binary's entry point for [`super::PROBE_ARG`].
@@ -49,6 +52,7 @@ pub fn probe_main() -> ! {
             done: false,
             error: Some(format!("unknown probe {args:?}")),
             count: None,
+            errno: None,
         },
     };
     let text = serde_json::to_string(&attempt).unwrap_or_default();
@@ -104,12 +108,14 @@ fn status() -> Attempt {
         done: true,
         error: serde_json::to_string(&Status::of_this_process()).ok(),
         count: None,
+        errno: None,
     }
 }
 
 fn from(result: std::io::Result<()>) -> Attempt {
     Attempt {
         done: result.is_ok(),
+        errno: result.as_ref().err().and_then(std::io::Error::raw_os_error),
         error: result.err().map(|e| e.to_string()),
         count: None,
     }
@@ -118,6 +124,7 @@ fn from(result: std::io::Result<()>) -> Attempt {
 fn fork(n: u64) -> Attempt {
     let mut made = 0;
     let mut error = None;
+    let mut errno = None;
     for _ in 0..n {
         match crate::sys::fork() {
             Ok(0) => {
@@ -126,6 +133,7 @@ fn fork(n: u64) -> Attempt {
             }
             Ok(_) => made += 1,
             Err(e) => {
+                errno = e.raw_os_error();
                 error = Some(e.to_string());
                 break;
             }
@@ -135,6 +143,7 @@ fn fork(n: u64) -> Attempt {
         done: made == n,
         error,
         count: Some(made),
+        errno,
     }
 }
 
@@ -147,6 +156,7 @@ fn alloc(mb: usize) -> Attempt {
                 done: false,
                 error: Some(format!("out of memory after {} MiB", kept.len())),
                 count: Some(kept.len() as u64),
+                errno: Some(libc::ENOMEM),
             };
         }
         block.resize(1 << 20, 1);
@@ -156,6 +166,7 @@ fn alloc(mb: usize) -> Attempt {
         done: true,
         error: None,
         count: Some(kept.len() as u64),
+        errno: None,
     }
 }
 

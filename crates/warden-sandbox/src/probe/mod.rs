@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::masking::MaskRule;
 use crate::plan::{Limits, Plan, Request};
 use crate::spawn::{Outcome, Output, Sandbox};
 use inside::{Attempt, Status};
@@ -38,12 +39,19 @@ pub struct LayerCheck {
 }
 
 /// Tries every layer with `helper` running the sandbox and `probe` (the warden binary)
-/// mounted inside; `scratch` is a directory of the host the checks may use.
-pub fn check_layers(helper: &Path, probe: &Path, scratch: &Path) -> Vec<LayerCheck> {
+/// mounted inside; `scratch` is a new private directory of the host the checks may use, and
+/// `mask` the secret list of the user's settings.
+pub fn check_layers(
+    helper: &Path,
+    probe: &Path,
+    scratch: &Path,
+    mask: &MaskRule,
+) -> Vec<LayerCheck> {
     let doctor = Doctor {
         sandbox: Sandbox::new(helper.to_path_buf()),
         probe,
         scratch,
+        mask,
     };
     let mut checks = Vec::new();
     let Some(seccomp_mode) = doctor.process(&mut checks) else {
@@ -62,6 +70,7 @@ struct Doctor<'a> {
     sandbox: Sandbox,
     probe: &'a Path,
     scratch: &'a Path,
+    mask: &'a MaskRule,
 }
 
 impl Doctor<'_> {
@@ -164,11 +173,18 @@ impl Doctor<'_> {
         ));
         request.landlock_denied = vec![PathBuf::from("/.warden/landlock")];
         let what = "a write where only Landlock stood in the way";
-        checks.push(refused("landlock", self.run(&request), what, false));
+        let ran = self.run(&request);
+        checks.push(refused("landlock", ran, what, &[libc::EACCES], false));
         let _ = std::fs::remove_dir_all(&landlock_dir);
 
         let ran = self.run(&self.base(&["ptrace"]));
-        let mut seccomp = refused("seccomp", ran, "ptrace(PTRACE_TRACEME)", true);
+        let mut seccomp = refused(
+            "seccomp",
+            ran,
+            "ptrace(PTRACE_TRACEME)",
+            &[libc::EPERM],
+            true,
+        );
         seccomp.works &= seccomp_mode == "2";
         seccomp.detail = format!(
             "Seccomp: {seccomp_mode} (2 is a filter); {}",
@@ -176,11 +192,19 @@ impl Doctor<'_> {
         );
         checks.push(seccomp);
 
-        // A masked file and a denied path of a readable root.
+        // A masked file and a denied path of a readable root, and a secret of the list.
         let root = self.scratch.join("readable");
-        let _ = std::fs::create_dir_all(root.join("hidden"));
-        let _ = std::fs::write(root.join("masked.txt"), "x");
-        let _ = std::fs::write(root.join("hidden/file.txt"), "x");
+        let made = std::fs::create_dir_all(root.join("hidden"))
+            .and_then(|()| std::fs::write(root.join("masked.txt"), "x"))
+            .and_then(|()| std::fs::write(root.join("hidden/file.txt"), "x"))
+            .and_then(|()| std::fs::write(root.join(".env"), "TOKEN=x"));
+        if let Err(e) = made {
+            for layer in ["masked-file", "denied-path", "secret-list"] {
+                let why = format!("the check's files could not be made: {e}");
+                checks.push(check(layer, false, &why, true));
+            }
+            return;
+        }
         let readable = |args: &[&str], deny: PathBuf| {
             let mut request = self.base(args);
             request.allow_read.push(root.clone());
@@ -189,17 +213,44 @@ impl Doctor<'_> {
         };
         let masked = root.join("masked.txt");
         let request = readable(&["read", &masked.display().to_string()], masked.clone());
-        checks.push(refused(
-            "masked-file",
-            self.run(&request),
-            "reading a masked file",
-            true,
-        ));
+        let what = "reading a masked file";
+        let ran = self.run(&request);
+        checks.push(refused("masked-file", ran, what, &[libc::EACCES], true));
         let hidden = root.join("hidden/file.txt").display().to_string();
         let request = readable(&["read", &hidden], root.join("hidden"));
         let what = "reading below a denied directory";
-        checks.push(refused("denied-path", self.run(&request), what, true));
-        let _ = std::fs::remove_dir_all(&root);
+        let ran = self.run(&request);
+        checks.push(refused("denied-path", ran, what, &[libc::ENOENT], true));
+        let secret = root.join(".env");
+        let mut request = self.base(&["read", &secret.display().to_string()]);
+        request.allow_read.push(root.clone());
+        request.mask = self.mask.clone();
+        checks.push(self.secret_list(&request, &secret));
+    }
+
+    /// The secret list: a `.env` of a readable root, masked by the user's rule.
+    fn secret_list(&self, request: &Request, secret: &Path) -> LayerCheck {
+        let what = "reading a .env the secret list masks";
+        if self.mask.rule().is_none() {
+            return check("secret-list", false, "no secret list was given", true);
+        }
+        let plan = match Plan::new(request) {
+            Ok(plan) => plan,
+            Err(why) => return check("secret-list", false, &format!("{what}: {why}"), true),
+        };
+        if plan.unmasked.iter().any(|p| p == secret) {
+            let why = format!("{what}: readable, because [permissions] unmask says so");
+            return check("secret-list", false, &why, false);
+        }
+        let ran = self
+            .sandbox
+            .run(&plan, Output::Capture)
+            .map_err(|e| e.to_string())
+            .map(|outcome| {
+                let attempt = serde_json::from_slice(outcome.stdout.trim_ascii()).ok();
+                (attempt, outcome)
+            });
+        refused("secret-list", ran, what, &[libc::EACCES], true)
     }
 
     /// The network: a listener on the host's loopback, out of the sandbox's reach.
@@ -211,7 +262,7 @@ impl Doctor<'_> {
             .map_or_else(|| "127.0.0.1:9".to_owned(), |a| a.to_string());
         let ran = self.run(&self.base(&["connect", &address]));
         let what = "connecting to a port listening on the host's loopback";
-        checks.push(refused("network", ran, what, true));
+        checks.push(refused("network", ran, what, &[], true));
         drop(listener);
     }
 
@@ -221,7 +272,7 @@ impl Doctor<'_> {
             limits,
             ..self.base(args)
         };
-        for (layer, args, limits, what) in [
+        for (layer, args, limits, what, errnos) in [
             (
                 "process-limit",
                 &["fork", "64"][..],
@@ -230,6 +281,7 @@ impl Doctor<'_> {
                     ..short()
                 },
                 "64 processes under a limit of 16",
+                &[libc::EAGAIN][..],
             ),
             (
                 "memory-limit",
@@ -239,6 +291,7 @@ impl Doctor<'_> {
                     ..short()
                 },
                 "512 MiB under a limit of 64",
+                &[libc::ENOMEM][..],
             ),
             (
                 "file-size-limit",
@@ -248,6 +301,7 @@ impl Doctor<'_> {
                     ..short()
                 },
                 "16 MiB written under a limit of 4",
+                &[libc::EFBIG, libc::ENOSPC][..],
             ),
             (
                 "timeout",
@@ -257,9 +311,11 @@ impl Doctor<'_> {
                     ..short()
                 },
                 "30 s of sleep under a timeout of 0.3 s",
+                &[][..],
             ),
         ] {
-            checks.push(refused(layer, self.run(&limited(args, limits)), what, true));
+            let ran = self.run(&limited(args, limits));
+            checks.push(refused(layer, ran, what, errnos, true));
         }
     }
 }
@@ -273,9 +329,16 @@ fn check(layer: &'static str, works: bool, detail: &str, required: bool) -> Laye
     }
 }
 
-/// The verdict of an attempt the layer must refuse: refused (an error, a signal, the timeout)
-/// is working; done is missing.
-fn refused(layer: &'static str, ran: Ran, what: &str, required: bool) -> LayerCheck {
+/// The verdict of an attempt the layer must refuse: refused (an error the layer gives, a
+/// signal, the timeout) is working; done, or refused with an error of another cause (`errnos`,
+/// when not empty, are the layer's), is missing.
+fn refused(
+    layer: &'static str,
+    ran: Ran,
+    what: &str,
+    errnos: &[i32],
+    required: bool,
+) -> LayerCheck {
     let (works, detail) = match ran {
         Err(why) => (
             false,
@@ -290,15 +353,21 @@ fn refused(layer: &'static str, ran: Ran, what: &str, required: bool) -> LayerCh
             ),
         ),
         Ok((Some(attempt), _)) if attempt.done => (false, format!("{what}: it succeeded")),
-        Ok((Some(attempt), _)) => (
-            true,
-            format!(
-                "{what}: refused ({})",
-                attempt
-                    .error
-                    .unwrap_or_else(|| "no reason given".to_owned())
-            ),
-        ),
+        Ok((Some(attempt), _)) => {
+            let error = attempt
+                .error
+                .unwrap_or_else(|| "no reason given".to_owned());
+            match attempt.errno {
+                Some(errno) if !errnos.is_empty() && !errnos.contains(&errno) => (
+                    false,
+                    format!(
+                        "{what}: refused ({error}), but not by this layer, which fails it with {}",
+                        names(errnos)
+                    ),
+                ),
+                _ => (true, format!("{what}: refused ({error})")),
+            }
+        }
         Ok((None, outcome)) => (
             outcome.exit_code != 0,
             format!(
@@ -309,6 +378,15 @@ fn refused(layer: &'static str, ran: Ran, what: &str, required: bool) -> LayerCh
         ),
     };
     check(layer, works, &detail, required)
+}
+
+/// Error numbers as the system names them.
+fn names(errnos: &[i32]) -> String {
+    errnos
+        .iter()
+        .map(|e| std::io::Error::from_raw_os_error(*e).to_string())
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 fn short() -> Limits {
@@ -355,17 +433,22 @@ mod tests {
             done,
             error: (!done).then(|| "Permission denied".to_owned()),
             count: None,
+            errno: (!done).then_some(libc::EACCES),
         }
     }
 
     #[test]
     fn a_layer_works_only_when_the_attempt_was_stopped() {
-        let works = |ran| refused("x", ran, "trying", true).works;
+        let works = |ran| refused("x", ran, "trying", &[libc::EACCES], true).works;
         assert!(!works(Ok((Some(attempt(true)), outcome(0, None, false)))));
         assert!(works(Ok((Some(attempt(false)), outcome(0, None, false)))));
         assert!(works(Ok((None, outcome(-1, Some(9), false)))));
         assert!(works(Ok((None, outcome(-1, None, true)))));
         assert!(!works(Err("no helper".to_owned())));
         assert!(!works(Ok((None, outcome(0, None, false)))));
+        // Refused, but by something else than the layer (a read-only mount, not Landlock).
+        let mut other = attempt(false);
+        other.errno = Some(libc::EROFS);
+        assert!(!works(Ok((Some(other), outcome(0, None, false)))));
     }
 }
