@@ -24,6 +24,8 @@ pub use approvals::remembered_rule;
 pub use engine::{Action, Engine, Narrowing, Step, Verdict};
 pub use error::PolicyError;
 pub use modes::{Outcome, Row};
-pub use paths::{PathPolicy, PatternError, Protection, ResolvedPath, Target, normalize, real_path};
+pub use paths::{
+    PathPolicy, PatternError, Protection, ResolvedPath, Target, WalkCache, normalize, real_path,
+};
 pub use rules::{Anchors, Rule, RuleError, RuleKind, RuleTool};
 pub use secrets::{Secret, Secrets};

@@ -117,7 +117,7 @@ impl Tool for Grep {
         };
 
         let root = &base.real;
-        let key_dirs = std::sync::Mutex::default();
+        let walk_cache = warden_policy::WalkCache::default();
         let mut files = collect(
             walker(root, &caps.exclude, &ctx.paths),
             || {
@@ -133,7 +133,7 @@ impl Tool for Grep {
                     return WalkState::Continue;
                 }
                 // A secret's content is no search's to show (its name stays listable).
-                if ctx.paths.is_secret_in_walk(entry.path(), &key_dirs) {
+                if ctx.paths.is_secret_in_walk(entry.path(), &walk_cache) {
                     return WalkState::Continue;
                 }
                 if let Some(filter) = &filter {

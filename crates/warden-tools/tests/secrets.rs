@@ -178,6 +178,31 @@ fn another_name_of_a_secret_is_a_secret() {
 }
 
 #[test]
+fn a_search_skips_another_name_of_a_secret_and_finds_other_linked_files() {
+    let ws = Workspace::new();
+    ws.write(".env", "API_KEY=LINKED-31337\n");
+    ws.write("plain.txt", "PLAIN-31337\n");
+    std::fs::hard_link(ws.root().join("plain.txt"), ws.root().join("plain2.txt")).unwrap();
+    let registry = registry();
+    let grep = |pattern: &str| {
+        let args = serde_json::json!({"pattern": pattern, "path": "."});
+        serde_json::to_string(&registry.call(&ws.ctx(), "grep", args).unwrap()).unwrap()
+    };
+    // The probe: an ordinary name of the same content is found.
+    std::fs::write(ws.root().join("notes.txt"), "API_KEY=LINKED-31337\n").unwrap();
+    assert!(grep("LINKED-31337").contains("notes.txt"));
+    std::fs::remove_file(ws.root().join("notes.txt")).unwrap();
+    std::fs::hard_link(ws.root().join(".env"), ws.root().join("notes.txt")).unwrap();
+    let found = grep("LINKED-31337");
+    assert!(!found.contains("notes.txt"), "{found}");
+    let found = grep("PLAIN-31337");
+    assert!(
+        found.contains("plain.txt") && found.contains("plain2.txt"),
+        "{found}"
+    );
+}
+
+#[test]
 fn unmask_makes_a_secret_readable_to_both_and_says_so() {
     let mut ws = Workspace::new();
     ws.write(".env", "API_KEY=dev\n");

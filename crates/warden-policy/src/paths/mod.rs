@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use protect::Protection;
 pub(crate) use protect::anchor;
-pub use roots::{PathPolicy, PatternError, ResolvedPath, normalize};
+pub use roots::{PathPolicy, PatternError, ResolvedPath, WalkCache, normalize};
 
 /// A path as the engine sees it: its spelling made absolute, and where it really leads.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -132,22 +132,27 @@ impl PathPolicy {
     /// outside the roots (where the sandbox masks it, the tools refuse it too). Only files
     /// with more than one name walk the roots, at most [`LINK_WALK_LIMIT`] entries.
     pub fn secret_by_link(&self, path: &Path) -> Option<crate::secrets::Secret> {
-        use std::os::unix::fs::MetadataExt as _;
         self.secrets.as_ref()?;
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        if !meta.is_file() || meta.nlink() < 2 {
-            return None;
-        }
-        let id = (meta.dev(), meta.ino());
-        let mut names = Vec::new();
+        let (id, nlink) = identity(path)?;
+        let Some(names) = self.linked_names(Some(id)) else {
+            return Some(crate::secrets::Secret::Link(
+                "a hard link whose other names are too many to look for",
+            ));
+        };
+        self.judge_links(path, nlink, names.get(&id).map_or(&[][..], Vec::as_slice))
+    }
+
+    /// The names under the roots of every multiply-linked file (only of `only`, when given),
+    /// or `None` when the roots hold more than [`LINK_WALK_LIMIT`] entries.
+    fn linked_names(&self, only: Option<(u64, u64)>) -> Option<LinkNames> {
+        use std::os::unix::fs::MetadataExt as _;
+        let mut names = LinkNames::new();
         let mut budget = LINK_WALK_LIMIT;
         let mut dirs: Vec<PathBuf> = self.roots.clone();
         while let Some(dir) = dirs.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 if budget == 0 {
-                    return Some(crate::secrets::Secret::Link(
-                        "a hard link whose other names are too many to look for",
-                    ));
+                    return None;
                 }
                 budget -= 1;
                 let Ok(kind) = entry.file_type() else {
@@ -157,13 +162,28 @@ impl PathPolicy {
                     dirs.push(entry.path());
                 } else if kind.is_file()
                     && let Ok(m) = entry.metadata()
-                    && (m.dev(), m.ino()) == id
+                    && m.nlink() > 1
+                    && only.is_none_or(|id| id == (m.dev(), m.ino()))
                 {
-                    names.push(entry.path());
+                    names
+                        .entry((m.dev(), m.ino()))
+                        .or_default()
+                        .push(entry.path());
                 }
             }
         }
-        if u64::try_from(names.len()).unwrap_or(u64::MAX) < meta.nlink() {
+        Some(names)
+    }
+
+    /// What the other names of `path` (`nlink` of them in all, `names` found under the roots)
+    /// make it.
+    fn judge_links(
+        &self,
+        path: &Path,
+        nlink: u64,
+        names: &[PathBuf],
+    ) -> Option<crate::secrets::Secret> {
+        if u64::try_from(names.len()).unwrap_or(u64::MAX) < nlink {
             return Some(crate::secrets::Secret::Link(
                 "a hard link to a file outside the roots",
             ));
@@ -175,34 +195,43 @@ impl PathPolicy {
             .map(|_| crate::secrets::Secret::Link("another name of a secret"))
     }
 
-    /// As [`PathPolicy::secret_of`], for a walk over many files: whether a directory holds a
-    /// `*.pem`, `*.key` or `*.crt` file is looked up once per directory in `key_dirs`.
-    pub fn is_secret_in_walk(
-        &self,
-        path: &Path,
-        key_dirs: &std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>,
-    ) -> bool {
+    /// As [`PathPolicy::secret_of`] and [`PathPolicy::secret_by_link`], for a walk over many
+    /// files: whether a directory holds a `*.pem`, `*.key` or `*.crt` file is looked up once
+    /// per directory, and the roots are walked for other names once per walk, in `walk`.
+    pub fn is_secret_in_walk(&self, path: &Path, walk: &WalkCache) -> bool {
         let Some(secrets) = self.secrets.as_ref() else {
             return false;
         };
         let no_extension = path.extension().is_none();
         let beside_key = no_extension
             && path.parent().is_some_and(|dir| {
-                if let Ok(known) = key_dirs.lock()
+                if let Ok(known) = walk.key_dirs.lock()
                     && let Some(has) = known.get(dir)
                 {
                     return *has;
                 }
                 let has = dir_holds_keys(dir);
-                if let Ok(mut known) = key_dirs.lock() {
+                if let Ok(mut known) = walk.key_dirs.lock() {
                     known.insert(dir.to_path_buf(), has);
                 }
                 has
             });
-        secrets
+        if secrets
             .check(path, beside_key, &mut || head(path))
             .is_some()
-            || self.secret_by_link(path).is_some()
+        {
+            return true;
+        }
+        let Some((id, nlink)) = identity(path) else {
+            return false;
+        };
+        match walk.links.get_or_init(|| self.linked_names(None)) {
+            // Too many entries to look for the other names: refused, as the sandbox would.
+            None => true,
+            Some(names) => self
+                .judge_links(path, nlink, names.get(&id).map_or(&[][..], Vec::as_slice))
+                .is_some(),
+        }
     }
 
     /// The `unmask` pattern that made the file at `path` readable, when it is a built-in
@@ -357,6 +386,24 @@ impl PathPolicy {
 
 /// How many entries a search for a file's other names looks at.
 const LINK_WALK_LIMIT: usize = 200_000;
+
+/// The names under the roots of multiply-linked files, by identity.
+type LinkNames = std::collections::HashMap<(u64, u64), Vec<PathBuf>>;
+
+/// What one walk over many files (a search) learns once: which directories hold keys, and
+/// the other names of multiply-linked files.
+#[derive(Debug, Default)]
+pub struct WalkCache {
+    key_dirs: std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>,
+    links: std::sync::OnceLock<Option<LinkNames>>,
+}
+
+/// The identity and link count of the regular file at `path`, when it has more than one name.
+fn identity(path: &Path) -> Option<((u64, u64), u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    (meta.is_file() && meta.nlink() > 1).then(|| ((meta.dev(), meta.ino()), meta.nlink()))
+}
 
 /// Whether `path` has no extension and sits beside a `*.pem`, `*.key` or `*.crt` file.
 fn beside_key(path: &Path) -> bool {
