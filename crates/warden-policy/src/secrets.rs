@@ -361,20 +361,26 @@ impl Secrets {
         if !self.settings.patterns.is_empty() || !self.unmask.patterns.is_empty() || beside_key {
             return true;
         }
-        // Plain string checks, the same names as BY_NAME and the rest: a walk asks this of every
-        // file.
-        let lower = name.to_ascii_lowercase();
-        let extension = lower.rsplit_once('.').map(|(_, e)| e);
-        lower.starts_with(".env")
-            || lower.starts_with("id_")
-            || lower.starts_with("ssh_host_")
+        // Plain string checks, the same names as BY_NAME and the rest, in any case and without
+        // an allocation: a walk asks this of every file.
+        let starts = |prefix: &str| {
+            name.len() >= prefix.len()
+                && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+        };
+        let extension = name.rsplit_once('.').map(|(_, e)| e);
+        starts(".env")
+            || starts("id_")
+            || starts("ssh_host_")
             || extension.is_some_and(|e| {
                 [
                     "p12", "pfx", "jks", "keystore", "kdbx", "pem", "key", "crt", "der",
                 ]
-                .contains(&e)
+                .iter()
+                .any(|x| e.eq_ignore_ascii_case(x))
             })
-            || CREDENTIAL_NAMES.contains(&lower.as_str())
+            || CREDENTIAL_NAMES
+                .iter()
+                .any(|c| name.eq_ignore_ascii_case(c))
     }
 
     /// What [`Secrets::may_be_secret`] depends on beyond the built-in names: the settings'

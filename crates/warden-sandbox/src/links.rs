@@ -106,13 +106,27 @@ pub(crate) fn linked(
         ..Linked::default()
     };
     // Another name of a masked file is masked too: `ln .env notes.txt` made before the run.
-    let masked_ids: HashSet<Identity> = linked
-        .masked
+    // The walks recorded every multiply-linked file they met; only what a kept root masked
+    // needs a look of its own.
+    let masked_set: HashSet<&PathBuf> = linked.masked.iter().collect();
+    let walked = |p: &Path| {
+        full.iter().any(|r| p.starts_with(r)) || roots.readable.iter().any(|r| p.starts_with(r))
+    };
+    let mut masked_ids: HashSet<Identity> = seen
         .iter()
-        .filter_map(|p| std::fs::symlink_metadata(p).ok())
-        .filter(|m| m.nlink() > 1)
-        .map(|m| (m.dev(), m.ino()))
+        .chain(&seen_read)
+        .filter(|(_, (_, paths))| paths.iter().any(|p| masked_set.contains(p)))
+        .map(|(id, _)| *id)
         .collect();
+    masked_ids.extend(
+        linked
+            .masked
+            .iter()
+            .filter(|p| !walked(p))
+            .filter_map(|p| std::fs::symlink_metadata(p).ok())
+            .filter(|m| m.nlink() > 1)
+            .map(|m| (m.dev(), m.ino())),
+    );
     for ((dev, ino), (nlink, paths)) in seen_read {
         if hidden.contains(&(dev, ino)) {
             linked.hidden.extend(paths);

@@ -136,19 +136,37 @@ pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// The first `limit` bytes of `path`, without following a link and without blocking on a FIFO.
+/// Sized by the file's length, so that a small file costs one read.
 pub(crate) fn head_of(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .ok()?;
-    if !file.metadata().ok()?.is_file() {
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
         return None;
     }
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes).ok()?;
+    // One byte past the length, to see a file that grew.
+    let want = usize::try_from(meta.len().saturating_add(1).min(limit)).ok()?;
+    let mut bytes = vec![0; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            // A regular file reads short only at its end.
+            Ok(n) if filled + n < want => {
+                filled += n;
+                break;
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    bytes.truncate(filled);
     Some(bytes)
 }
 
@@ -177,6 +195,22 @@ impl Kept {
 /// temporary directory, checked each time (a directory, not a link, owned by us, mode `0700`;
 /// a regular empty file of mode `000`, owned by us).
 pub(crate) fn mask_source(data: Option<&Path>) -> Result<PathBuf, String> {
+    // Checked once per process and place: the directory is only ours.
+    static MADE: Mutex<Vec<(Option<PathBuf>, PathBuf)>> = Mutex::new(Vec::new());
+    let key = data.map(Path::to_path_buf);
+    if let Ok(made) = MADE.lock()
+        && let Some((_, file)) = made.iter().find(|(k, _)| *k == key)
+    {
+        return Ok(file.clone());
+    }
+    let file = make_mask_source(data)?;
+    if let Ok(mut made) = MADE.lock() {
+        made.push((key, file.clone()));
+    }
+    Ok(file)
+}
+
+fn make_mask_source(data: Option<&Path>) -> Result<PathBuf, String> {
     use std::os::unix::fs::{
         DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
     };
