@@ -446,3 +446,57 @@ fn a_directory_too_deep_to_look_into_stops_the_command_instead_of_showing_its_se
         run.stderr
     );
 }
+
+#[test]
+fn a_secret_swapped_between_the_plan_and_the_mounts_stops_the_command() {
+    let p = project_with_secrets();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let ws = p.root().canonicalize().unwrap();
+    let settings = warden_config::Settings::defaults(ws.clone());
+    let secrets = warden_policy::Secrets::from_settings(&settings).unwrap();
+    let plan_for = |script: &str| {
+        let args = ["-c".to_owned(), script.to_owned()];
+        let mut request =
+            warden_sandbox::request_from_settings(&settings, &ws, "sh", &args, &[]).unwrap();
+        request.mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(
+            warden_tools::SecretMask(secrets.clone()),
+        ));
+        warden_sandbox::Plan::new(&request).unwrap()
+    };
+    let sandbox = warden_sandbox::Sandbox::new(env!("CARGO_BIN_EXE_warden"));
+    let run = |plan: &warden_sandbox::Plan| {
+        sandbox
+            .run(plan, warden_sandbox::Output::Capture)
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let read = "cat app/config/.env.production app/moved/.env.production; echo ran";
+    // The probe: unchanged, the plan runs and masks.
+    let out = run(&plan_for(read)).unwrap();
+    assert!(
+        out.contains("ran") && !out.contains("ENV-NESTED-31337"),
+        "{out}"
+    );
+    // Another process moves the secret's directory away and leaves a decoy at its name, after
+    // the plan looked and before the mounts are made: nothing runs.
+    let plan = plan_for(read);
+    std::fs::rename(ws.join("app/config"), ws.join("app/moved")).unwrap();
+    std::fs::create_dir(ws.join("app/config")).unwrap();
+    std::fs::write(ws.join("app/config/.env.production"), "DECOY\n").unwrap();
+    let err = run(&plan).unwrap_err().to_string();
+    assert!(
+        err.contains("changed while the sandbox was being built"),
+        "{err}"
+    );
+    // Moved without a decoy: nothing runs either.
+    std::fs::remove_dir_all(ws.join("app/config")).unwrap();
+    std::fs::rename(ws.join("app/moved"), ws.join("app/config")).unwrap();
+    let plan = plan_for(read);
+    std::fs::rename(ws.join("app/config"), ws.join("app/moved")).unwrap();
+    let err = run(&plan).unwrap_err().to_string();
+    assert!(
+        err.contains("changed while the sandbox was being built"),
+        "{err}"
+    );
+}

@@ -112,6 +112,7 @@ mod tests {
             unmasked: Vec::new(),
             mask_source: PathBuf::new(),
             landlock_denied: Vec::new(),
+            mask_ids: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         };

@@ -35,7 +35,7 @@ pub(crate) fn build(plan: &Plan) -> Result<(), String> {
     step("entering the new root", std::env::set_current_dir("/"))?;
 
     for mount in &plan.mounts {
-        make(mount, &plan.mask_source)?;
+        make(mount, plan)?;
     }
     dev_and_proc()?;
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
@@ -81,7 +81,7 @@ fn host(path: &Path) -> PathBuf {
     Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
 }
 
-fn make(mount: &Mount, mask_source: &Path) -> Result<(), String> {
+fn make(mount: &Mount, plan: &Plan) -> Result<(), String> {
     match mount {
         Mount::Bind { source, target, .. } => {
             let source = host(source);
@@ -130,14 +130,48 @@ fn make(mount: &Mount, mask_source: &Path) -> Result<(), String> {
                 ),
             )
         }
-        Mount::MaskFile { target } => {
-            touch(target)?;
-            step(
-                format_args!("masking {}", target.display()),
-                sys::mount(Some(&host(mask_source)), target, None, libc::MS_BIND, None),
-            )
-        }
+        Mount::MaskFile { target } => mask(target, plan),
     }
+}
+
+/// Mounts the mask file over `target`: over the very file opened (through its descriptor,
+/// never a path a rename could change in between), and, where the plan knows which file that
+/// was, only if it is still that one. A target gone or swapped stops the command.
+fn mask(target: &Path, plan: &Plan) -> Result<(), String> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    let what = format_args!("masking {}", target.display());
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(target)
+        .map_err(|e| format!("{what}: {e} (it changed while the sandbox was being built)"))?;
+    let meta = opened.metadata().map_err(|e| format!("{what}: {e}"))?;
+    let expected = plan
+        .mask_ids
+        .iter()
+        .find(|(t, _)| t == target)
+        .map(|(_, id)| *id);
+    if expected.is_some_and(|id| id != (meta.dev(), meta.ino())) {
+        return Err(format!(
+            "{what}: it is no longer the file the plan looked at (it changed while the sandbox \
+             was being built)"
+        ));
+    }
+    if meta.file_type().is_symlink() || meta.is_dir() {
+        return Err(format!("{what}: not a file"));
+    }
+    let by_fd = host(Path::new(&format!("/proc/self/fd/{}", opened.as_raw_fd())));
+    step(
+        what,
+        sys::mount(
+            Some(&host(&plan.mask_source)),
+            &by_fd,
+            None,
+            libc::MS_BIND,
+            None,
+        ),
+    )
 }
 
 fn touch(path: &Path) -> Result<(), String> {

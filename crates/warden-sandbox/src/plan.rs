@@ -148,6 +148,11 @@ pub struct Plan {
     /// See [`Request::landlock_denied`].
     #[serde(default)]
     pub landlock_denied: Vec<PathBuf>,
+    /// The (device, inode) each masked file had when the plan was made, by mount target: the
+    /// native backend masks a target only while it is still that file (a file swapped in the
+    /// meantime stops the command).
+    #[serde(default)]
+    pub mask_ids: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// System directories every command may read.
@@ -406,13 +411,20 @@ impl Plan {
         if let Some(rule) = request.mask.rule() {
             credentials(&**rule, &binds, &mut hide, &mut masks, &mut unmasked);
         }
+        let mut mask_ids: Vec<(PathBuf, (u64, u64))> = Vec::new();
         for file in linked
             .outside
             .iter()
             .chain(&linked.hidden)
             .chain(&linked.masked)
         {
-            masks.extend(seen_at(file, &binds));
+            let targets = seen_at(file, &binds);
+            if let Ok(meta) = fs::symlink_metadata(file) {
+                use std::os::unix::fs::MetadataExt as _;
+                let id = (meta.dev(), meta.ino());
+                mask_ids.extend(targets.iter().map(|t| (t.clone(), id)));
+            }
+            masks.extend(targets);
         }
         hide.sort();
         hide.dedup();
@@ -429,7 +441,20 @@ impl Plan {
         }
         masks.sort();
         masks.dedup();
-        for target in masks.into_iter().filter(|t| !under_hidden(t)) {
+        // What a hidden directory holds needs no mask of its own (and has no file to mask).
+        mounts.retain(|m| !matches!(m, Mount::MaskFile { target } if under_hidden(target)));
+        // One mask per place: a second would land on the first (and fail its identity check).
+        let masked_already: Vec<PathBuf> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::MaskFile { target } => Some(target.clone()),
+                _ => None,
+            })
+            .collect();
+        for target in masks
+            .into_iter()
+            .filter(|t| !under_hidden(t) && !masked_already.contains(t))
+        {
             mounts.push(Mount::MaskFile { target });
         }
         for file in &linked.read_only {
@@ -468,6 +493,7 @@ impl Plan {
             unmasked,
             mask_source,
             landlock_denied: request.landlock_denied.clone(),
+            mask_ids,
         })
     }
 }
