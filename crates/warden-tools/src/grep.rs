@@ -118,6 +118,7 @@ impl Tool for Grep {
 
         let root = &base.real;
         let walk_cache = warden_policy::WalkCache::default();
+        let unmasked = std::sync::Mutex::new(Vec::new());
         let mut files = collect(
             walker(root, &caps.exclude, &ctx.paths),
             || {
@@ -136,6 +137,12 @@ impl Tool for Grep {
                 if ctx.paths.is_secret_in_walk(entry.path(), &walk_cache) {
                     return WalkState::Continue;
                 }
+                // A secret the user unmasked is searched, and said so, for the trace.
+                if ctx.paths.unmasked(entry.path()).is_some()
+                    && let Ok(mut list) = unmasked.lock()
+                {
+                    list.push(entry.path().to_path_buf());
+                }
                 if let Some(filter) = &filter {
                     let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
                     let rel = if rel.as_os_str().is_empty() {
@@ -153,7 +160,14 @@ impl Tool for Grep {
             },
         );
         files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok(search.result(ctx, &args.pattern, &base.display, files))
+        let mut result = search.result(ctx, &args.pattern, &base.display, files);
+        let mut unmasked = unmasked.into_inner().unwrap_or_default();
+        if !unmasked.is_empty() {
+            unmasked.sort();
+            let shown: Vec<String> = unmasked.iter().map(|p| ctx.paths.display(p)).collect();
+            result["unmaskedSecrets"] = json!(shown);
+        }
+        Ok(result)
     }
 }
 

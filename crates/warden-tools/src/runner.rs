@@ -351,7 +351,8 @@ impl Executor<'_> {
 fn summary(name: &str, output: &Value) -> Option<Value> {
     let keys: &[&str] = match name {
         "readFile" => &["path", "range", "truncated", "unmaskedSecret"],
-        "glob" | "grep" => &["totalMatches", "truncated"],
+        "glob" => &["totalMatches", "truncated"],
+        "grep" => &["totalMatches", "truncated", "unmaskedSecrets"],
         "bash" => &[
             "exitCode",
             "durationMs",

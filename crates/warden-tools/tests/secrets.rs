@@ -215,4 +215,14 @@ fn unmask_makes_a_secret_readable_to_both_and_says_so() {
         .unwrap();
     assert_eq!(read["unmaskedSecret"], ".env");
     assert!(refused_by_the_tools(&ws, "tls/dev.key"));
+    // A search reads it too, and says so.
+    let found = ws
+        .call("grep", serde_json::json!({"pattern": "API_KEY"}))
+        .unwrap();
+    assert_eq!(found["files"][0]["path"], ".env", "{found}");
+    assert_eq!(
+        found["unmaskedSecrets"],
+        serde_json::json!([".env"]),
+        "{found}"
+    );
 }
