@@ -500,3 +500,35 @@ fn a_secret_swapped_between_the_plan_and_the_mounts_stops_the_command() {
         "{err}"
     );
 }
+
+#[test]
+fn another_name_of_a_hidden_credential_in_a_toolchain_directory_is_hidden_too() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    place(
+        &p,
+        "~/.aws/credentials",
+        "aws_secret_access_key = AWS-LINKED-31337\n",
+    );
+    place(&p, "~/.cargo/registry/readme", "CARGO-README-31337\n");
+    std::fs::hard_link(
+        p.home.join(".aws/credentials"),
+        p.home.join(".cargo/registry/notes"),
+    )
+    .unwrap();
+    let files = format!(
+        "cat {0}/.cargo/registry/notes {0}/.cargo/registry/readme",
+        p.home.display()
+    );
+    let bare = p.run(&["exec", "--no-sandbox", "--", "sh", "-c", &files]);
+    assert!(
+        bare.stdout.contains("AWS-LINKED-31337"),
+        "the probe: {}",
+        bare.stderr
+    );
+    let run = exec(&p, &files);
+    assert!(!run.stdout.contains("AWS-LINKED-31337"), "{}", run.stdout);
+    assert!(run.stdout.contains("CARGO-README-31337"), "{}", run.stderr);
+}

@@ -96,7 +96,15 @@ pub(crate) fn linked(
             walk(root, &mut seen_read, rule, &mut found);
         }
     }
-    if let Some(rule) = rule {
+    if !hidden.is_empty() {
+        // A hidden file has other names (`ln ~/.ssh/id_rsa …`): one could sit in a toolchain
+        // directory too, so those are walked whole, like any readable root.
+        for root in outermost(roots.kept) {
+            if !full.iter().any(|r| root.starts_with(r)) {
+                walk(root, &mut seen_read, rule, &mut found);
+            }
+        }
+    } else if let Some(rule) = rule {
         kept_roots(roots.kept, &full, mask, rule, &mut found);
     }
     let mut linked = Linked {
