@@ -532,3 +532,162 @@ fn another_name_of_a_hidden_credential_in_a_toolchain_directory_is_hidden_too() 
     assert!(!run.stdout.contains("AWS-LINKED-31337"), "{}", run.stdout);
     assert!(run.stdout.contains("CARGO-README-31337"), "{}", run.stderr);
 }
+
+#[test]
+fn a_secret_masked_by_its_place_cannot_be_freed_by_renaming_a_directory_above_it() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    place(&p, "private/sub/notes.txt", "PLACED-31337\n");
+    place(&p, "other/sub/notes.txt", "OTHER-31337\n");
+    user_settings(&p, "[sandbox.filesystem]\ndeny_read = [\"private/**\"]\n");
+    // The probe: a directory beside it renames, and its file reads.
+    let run = exec(&p, "mv other moved && cat moved/sub/notes.txt");
+    assert!(run.stdout.contains("OTHER-31337"), "{}", run.stderr);
+    let run = exec(
+        &p,
+        "mv private public; mv private/sub private/sub2; cat public/sub/notes.txt private/sub2/notes.txt",
+    );
+    assert!(!run.stdout.contains("PLACED-31337"), "{}", run.stdout);
+    assert!(run.stderr.contains("busy"), "{}", run.stderr);
+    let run = exec(
+        &p,
+        "cat public/sub/notes.txt private/sub2/notes.txt private/sub/notes.txt",
+    );
+    assert!(!run.stdout.contains("PLACED-31337"), "{}", run.stdout);
+    let read = p.run(&[
+        "tool",
+        "readFile",
+        "--args",
+        r#"{"path": "private/sub/notes.txt"}"#,
+    ]);
+    assert!(!read.stdout.contains("PLACED-31337"), "{}", read.stdout);
+}
+
+#[test]
+fn a_key_moved_past_the_longest_path_stops_the_next_command_instead_of_being_read() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    place(&p, "certs/server.key", &key("DEEP-KEY-31337"));
+    // Command 1 moves the key's directory so deep that its whole name is too long to open.
+    let deep = "import os\nos.makedirs('deep', exist_ok=True)\nos.chdir('deep')\n\
+                while len(os.getcwd()) + 201 < 4084:\n    os.makedirs('d' * 200, exist_ok=True)\n    os.chdir('d' * 200)\n\
+                last = 'e' * (4083 - len(os.getcwd()))\nos.makedirs(last, exist_ok=True)\nos.chdir(last)\n";
+    let moved = format!("{deep}os.rename(os.environ['W'] + '/certs', 'certs')\n");
+    let read = format!("{deep}print(open('certs/server.key').read())\n");
+    let ws = p.root().canonicalize().unwrap().display().to_string();
+    let w = format!("W={ws}");
+    let bare = p.run(&[
+        "exec",
+        "--no-sandbox",
+        "--env",
+        &w,
+        "--",
+        "python3",
+        "-c",
+        &moved,
+    ]);
+    assert_eq!(bare.code, 0, "{}", bare.stderr);
+    let bare = p.run(&["exec", "--no-sandbox", "--", "python3", "-c", &read]);
+    assert!(
+        bare.stdout.contains("DEEP-KEY-31337"),
+        "the probe: {}",
+        bare.stderr
+    );
+    let run = p.run(&["exec", "--", "python3", "-c", &read]);
+    assert!(!run.stdout.contains("DEEP-KEY-31337"), "{}", run.stdout);
+    assert_eq!(run.code, 126, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("longer than the system allows"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_homes_hidden_credentials_stay_hidden_through_a_link_and_another_mount() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    place(&p, "~/.kube/config", "token: KUBE-31337\n");
+    place(
+        &p,
+        "~/dotfiles/aws/credentials",
+        "aws_secret_access_key = DOTFILES-AWS-31337\n",
+    );
+    std::os::unix::fs::symlink(p.home.join("dotfiles/aws"), p.home.join(".aws")).unwrap();
+    let home = p.home.display().to_string();
+    let kube = format!("{home}/.kube/config");
+    let aws = format!("{home}/dotfiles/aws/credentials");
+    let bare = p.run(&["exec", "--no-sandbox", "--", "cat", &kube, &aws]);
+    for marker in ["KUBE-31337", "DOTFILES-AWS-31337"] {
+        assert!(
+            bare.stdout.contains(marker),
+            "the probe: {marker}: {}",
+            bare.stderr
+        );
+    }
+    // The home shown again elsewhere, and the link's target inside a readable root.
+    let mount = format!("{home}:/mnt/h");
+    let readable = format!("{home}/dotfiles");
+    user_settings(
+        &p,
+        &format!("[sandbox.filesystem]\nallow_read = [\"{readable}\"]\n"),
+    );
+    let run = p.run(&[
+        "exec",
+        "--mount",
+        &mount,
+        "--",
+        "sh",
+        "-c",
+        &format!("cat /mnt/h/.kube/config /mnt/h/dotfiles/aws/credentials {aws}"),
+    ]);
+    for marker in ["KUBE-31337", "DOTFILES-AWS-31337"] {
+        assert!(!run.stdout.contains(marker), "{marker}: {}", run.stdout);
+    }
+    let args = serde_json::json!({"path": aws}).to_string();
+    let read = p.run(&["tool", "readFile", "--args", &args]);
+    assert!(
+        !read.stdout.contains("DOTFILES-AWS-31337"),
+        "{}",
+        read.stdout
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8_are_secrets_like_any_other() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let odd = |base: &Path, bytes: &[u8]| base.join(std::ffi::OsStr::from_bytes(bytes));
+    let toolchain = odd(&p.home.join(".cargo/registry"), b"caf\xe9");
+    std::fs::create_dir_all(&toolchain).unwrap();
+    std::fs::write(toolchain.join(".env"), "SECRET=ODD-DIR-31337\n").unwrap();
+    std::fs::write(odd(&p.root(), b"cl\xe9.pem"), key("ODD-KEY-31337")).unwrap();
+    let script = format!(
+        "cat {}/.cargo/registry/caf*/.env; cat ./cl*.pem",
+        p.home.display()
+    );
+    let bare = p.run(&["exec", "--no-sandbox", "--", "sh", "-c", &script]);
+    for marker in ["ODD-DIR-31337", "ODD-KEY-31337"] {
+        assert!(
+            bare.stdout.contains(marker),
+            "the probe: {marker}: {}",
+            bare.stderr
+        );
+    }
+    // Twice: the second command goes by the toolchain index the first one wrote.
+    for _ in 0..2 {
+        let run = exec(&p, &script);
+        for marker in ["ODD-DIR-31337", "ODD-KEY-31337"] {
+            assert!(!run.stdout.contains(marker), "{marker}: {}", run.stdout);
+        }
+    }
+}

@@ -216,21 +216,19 @@ impl Secrets {
     pub fn new(settings: &Settings, home: &Path, cargo_home: &Path) -> Result<Self, PatternError> {
         let mut extra = settings.sandbox.filesystem.deny_read.clone();
         extra.extend(settings.permissions.protected_paths.iter().cloned());
+        // The home's credentials nothing shows are hidden wherever they are seen, as well.
+        let hidden = with_real_paths(
+            warden_config::HOME_SECRETS
+                .iter()
+                .map(|h| home.join(h))
+                .collect(),
+        );
         let mut credentials: Vec<PathBuf> = HOME_CREDENTIALS.iter().map(|c| home.join(c)).collect();
         credentials.extend(CARGO_CREDENTIALS.iter().map(|c| cargo_home.join(c)));
-        // Where a credential file is a link (a dotfile repository's), where it leads is one too.
-        let real: Vec<PathBuf> = credentials
-            .iter()
-            .filter_map(|c| c.canonicalize().ok())
-            .filter(|r| !credentials.contains(r))
-            .collect();
-        credentials.extend(real);
+        credentials.extend(hidden.iter().cloned());
+        let mut credentials = with_real_paths(credentials);
         credentials.extend(SYSTEM_KEYS.iter().map(PathBuf::from));
         credentials.extend(host_keys(Path::new(SSH_DIR)));
-        let hidden = warden_config::HOME_SECRETS
-            .iter()
-            .map(|h| home.join(h))
-            .collect();
         Ok(Self {
             names: name_set(BY_NAME),
             templates: name_set(TEMPLATES),
@@ -275,9 +273,11 @@ impl Secrets {
         {
             return ByName::Secret(Secret::Credentials(at.clone()));
         }
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        // A name that is not UTF-8 is matched as its lossy text.
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
             return ByName::No;
         };
+        let name = &*name;
         if let Some(index) = self.names.matches(name).first() {
             let public = Path::new(name)
                 .extension()
@@ -304,7 +304,8 @@ impl Secrets {
     }
 
     /// Whether `path` is a secret: its name first, then, when the name asks, its first bytes
-    /// (read by `head`: [`SNIFF_BYTES`] and one more, to tell a larger file). `beside_key` says that it has no extension
+    /// (read by `head`: [`SNIFF_BYTES`] and one more, to tell a larger file; empty for a file
+    /// that is not there, `None` for one that could not be read, which counts as a secret). `beside_key` says that it has no extension
     /// and sits beside a `*.pem`, `*.key` or `*.crt` file.
     pub fn check(
         &self,
@@ -340,15 +341,16 @@ impl Secrets {
         };
         match by_name {
             ByName::Secret(secret) => Some(secret),
-            // Larger than what is read: a key could sit past it, so it is one unread.
+            // Larger than what is read: a key could sit past it, so it is one unread. What
+            // cannot be read at all (`head` says `None`) could hold anything: one too.
             ByName::IfPrivateKey => head()
-                .is_some_and(|b| b.len() > SNIFF_BYTES || holds_private_key(&b))
+                .is_none_or(|b| b.len() > SNIFF_BYTES || holds_private_key(&b))
                 .then_some(Secret::PrivateKey),
             ByName::IfToken => head()
-                .is_some_and(|b| b.len() > SNIFF_BYTES || holds_auth_token(&b))
+                .is_none_or(|b| b.len() > SNIFF_BYTES || holds_auth_token(&b))
                 .then_some(Secret::Token),
             ByName::No if beside_key && !(unmasking && self.unmask.find(path).is_some()) => head()
-                .is_some_and(|bytes| holds_private_key(&bytes))
+                .is_none_or(|bytes| holds_private_key(&bytes))
                 .then_some(Secret::PrivateKey),
             ByName::No => None,
         }
@@ -395,6 +397,22 @@ impl Secrets {
         &self.credentials
     }
 
+    /// Whether `path` is a secret because of where it is: a settings pattern or a credential
+    /// location, not its name or content (a renamed directory above it would free it).
+    pub fn by_place(&self, path: &Path) -> bool {
+        self.settings.find(path).is_some()
+            || self.always_hidden(path)
+            || self
+                .credentials
+                .iter()
+                .any(|c| path == c.as_path() || path.starts_with(c))
+    }
+
+    /// Whether `path` is among the home's credentials nothing shows (`unmask` included).
+    pub fn always_hidden(&self, path: &Path) -> bool {
+        self.hidden.iter().any(|h| path.starts_with(h))
+    }
+
     /// Whether the user unmasks anything at all.
     pub fn unmasks_any(&self) -> bool {
         !self.unmask.patterns.is_empty()
@@ -404,6 +422,17 @@ impl Secrets {
     pub fn unmasked(&self, path: &Path) -> Option<&str> {
         self.unmask.find(path)
     }
+}
+
+/// `paths` and, where one is a link (a dotfile repository's), where it leads: that is one too.
+fn with_real_paths(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let real: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|c| c.canonicalize().ok())
+        .filter(|r| !paths.contains(r))
+        .collect();
+    paths.extend(real);
+    paths
 }
 
 /// The host keys in `dir` (`ssh_host_*_key`, not their `.pub`).

@@ -27,7 +27,12 @@ pub(crate) struct Linked {
     pub(crate) unmasked: Vec<PathBuf>,
     /// Directories the walk could not read: what they hold is unknown, so they are hidden.
     pub(crate) unreadable: Vec<PathBuf>,
+    /// The roots kept changing while they were walked: nothing may run.
+    pub(crate) changed: bool,
 }
+
+/// How many times the walk starts over when the roots change under it.
+const WALK_TRIES: usize = 3;
 
 /// The identities of the multiply-linked files at or below `paths`: only those can have
 /// another name somewhere else. A directory is walked up to `limit` entries.
@@ -82,20 +87,30 @@ pub(crate) fn linked(
     mask: &MaskRule,
 ) -> Linked {
     let rule = mask.rule().map(|r| &**r);
-    let mut seen = Seen::new();
-    let mut found = Kept::default();
     let full = outermost(roots.writable);
-    for root in &full {
-        walk(root, &mut seen, rule, &mut found);
-    }
-    // Read-only roots: their links outside are what the user let be read, but another name of
-    // a hidden file is hidden there too.
-    let mut seen_read = Seen::new();
-    for root in outermost(roots.readable) {
-        if !full.iter().any(|r| root.starts_with(r)) {
-            walk(root, &mut seen_read, rule, &mut found);
+    // A directory or file listed and then gone was moved while the walk went on (another
+    // command's `mv`): what it holds may sit where the walk had already been. The walk starts
+    // over, and after a few tries, says so.
+    let mut tries = 0;
+    let (seen, mut seen_read, mut found) = loop {
+        let mut seen = Seen::new();
+        let mut found = Kept::default();
+        for root in &full {
+            walk(root, &mut seen, rule, &mut found);
         }
-    }
+        // Read-only roots: their links outside are what the user let be read, but another name
+        // of a hidden file is hidden there too.
+        let mut seen_read = Seen::new();
+        for root in outermost(roots.readable) {
+            if !full.iter().any(|r| root.starts_with(r)) {
+                walk(root, &mut seen_read, rule, &mut found);
+            }
+        }
+        tries += 1;
+        if !found.changed || tries == WALK_TRIES {
+            break (seen, seen_read, found);
+        }
+    };
     if !hidden.is_empty() {
         // A hidden file has other names (`ln ~/.ssh/id_rsa …`): one could sit in a toolchain
         // directory too, so those are walked whole, like any readable root.
@@ -111,6 +126,7 @@ pub(crate) fn linked(
         masked: found.masked,
         unmasked: found.unmasked,
         unreadable: found.unreadable,
+        changed: found.changed,
         ..Linked::default()
     };
     // Another name of a masked file is masked too: `ln .env notes.txt` made before the run.
@@ -303,11 +319,15 @@ fn holds_keys(entries: &[std::fs::DirEntry]) -> bool {
 
 /// The entries of `dir`, or `None` when it cannot be read (and is not simply gone): what it
 /// holds is unknown, and it is recorded as unreadable.
-fn entries_of(dir: &Path, found: &mut Kept) -> Option<Vec<std::fs::DirEntry>> {
+fn entries_of(dir: &Path, found: &mut Kept, root: &Path) -> Option<Vec<std::fs::DirEntry>> {
     let read = std::fs::read_dir(dir).and_then(Iterator::collect::<std::io::Result<Vec<_>>>);
     match read {
         Ok(entries) => Some(entries),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A root that is not there has nothing in it; a directory listed and gone moved.
+            found.changed |= dir != root;
+            None
+        }
         Err(_) => {
             found.unreadable.push(dir.to_path_buf());
             None
@@ -322,7 +342,7 @@ fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
     let real = RealRoot::of(root);
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Some(entries) = entries_of(&dir, &mut found) else {
+        let Some(entries) = entries_of(&dir, &mut found, root) else {
             continue;
         };
         let keys_here = holds_keys(&entries);
@@ -337,12 +357,12 @@ fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
             if !kind.is_file() {
                 continue;
             }
+            // A name that is not UTF-8 is matched as its lossy text (`clé.pem` in Latin-1 is
+            // still a `.pem`).
             let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                continue;
-            };
-            let beside_key = keys_here && Path::new(name).extension().is_none();
-            if !rule.may_mask(name, beside_key) {
+            let name = name.to_string_lossy();
+            let beside_key = keys_here && Path::new(&*name).extension().is_none();
+            if !rule.may_mask(&name, beside_key) {
                 continue;
             }
             let path = entry.path();
@@ -364,9 +384,20 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
         return;
     };
     if top.is_file() {
-        // A root of one file: decided as such (no walk tells what sits beside it).
+        // A root of one file: decided as such, what sits beside it read from its directory.
         if let Some(rule) = rule {
-            let decision = rule.decide(&real.at(root), false, &mut || crate::masking::head(root));
+            let beside_key = Path::new(root.file_name().unwrap_or_default())
+                .extension()
+                .is_none()
+                && root.parent().is_some_and(|dir| {
+                    std::fs::read_dir(dir)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .any(|e| is_key_name(&e.file_name()))
+                });
+            let head = &mut || crate::masking::head(root);
+            let decision = rule.decide(&real.at(root), beside_key, head);
             found.record(root.to_path_buf(), decision);
         }
         note_links(seen, &top, root.to_path_buf());
@@ -374,7 +405,7 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
     }
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Some(entries) = entries_of(&dir, found) else {
+        let Some(entries) = entries_of(&dir, found, root) else {
             continue;
         };
         // The names once, for the rule: each file's own, and whether a key sits here.
@@ -399,8 +430,12 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
             if kind.is_symlink() {
                 continue;
             }
-            let Ok(meta) = entry.metadata() else {
-                continue;
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) => {
+                    found.changed |= e.kind() == std::io::ErrorKind::NotFound;
+                    continue;
+                }
             };
             if let Some(rule) = rule
                 && let Some(name) = &name
@@ -446,7 +481,7 @@ impl Name {
         Name {
             key: extension.is_some_and(is_key_extension),
             bare: extension.is_none(),
-            text: name.into_string().unwrap_or_default(),
+            text: name.to_string_lossy().into_owned(),
         }
     }
 }

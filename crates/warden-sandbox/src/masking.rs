@@ -39,6 +39,14 @@ pub trait Masking: Send + Sync + std::fmt::Debug {
     /// whole.
     fn credential_paths(&self) -> Vec<(PathBuf, MaskDecision)>;
 
+    /// Whether `path` is masked because of where it is (a settings pattern, a credential
+    /// location) rather than by its name or content: renaming a directory above it would free
+    /// it, so in a writable root those directories are kept in place.
+    fn by_place(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+
     /// Whether a file named `name` could be masked at all (`beside_key`: it has no extension
     /// and sits beside a `*.pem`, `*.key` or `*.crt` file). A walk skips, without a `stat`, the
     /// files for which this says no; saying yes is always safe.
@@ -135,8 +143,9 @@ pub(crate) fn head(path: &Path) -> Option<Vec<u8>> {
     head_of(path, HEAD_BYTES)
 }
 
-/// The first `limit` bytes of `path`, without following a link and without blocking on a FIFO.
-/// Sized by the file's length, so that a small file costs one read.
+/// The first `limit` bytes of `path`, without following a link and without blocking on a FIFO;
+/// `None` when it cannot be read (then it counts as a secret). Sized by the file's length, so
+/// that a small file costs one read.
 pub(crate) fn head_of(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -147,7 +156,8 @@ pub(crate) fn head_of(path: &Path, limit: u64) -> Option<Vec<u8>> {
         .ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
-        return None;
+        // Not a file any more (swapped for a FIFO): nothing in it to hold a key.
+        return Some(Vec::new());
     }
     // One byte past the length, to see a file that grew.
     let want = usize::try_from(meta.len().saturating_add(1).min(limit)).ok()?;
@@ -177,6 +187,8 @@ pub(crate) struct Kept {
     pub(crate) unmasked: Vec<PathBuf>,
     /// Directories that could not be read.
     pub(crate) unreadable: Vec<PathBuf>,
+    /// Something listed was gone when looked at.
+    pub(crate) changed: bool,
 }
 
 impl Kept {

@@ -372,6 +372,13 @@ impl Plan {
             &read_only,
             &request.mask,
         );
+        if linked.changed {
+            return Err(
+                "the files of the workspace kept moving while the sandbox looked for secrets \
+                 (another command renaming directories?); nothing ran"
+                    .to_owned(),
+            );
+        }
         let binds: Vec<(PathBuf, PathBuf)> = mounts
             .iter()
             .filter_map(|m| match m {
@@ -396,20 +403,22 @@ impl Plan {
         let mut hide: Vec<PathBuf> = Vec::new();
         for dir in &linked.unreadable {
             let targets = seen_at(dir, &binds);
-            if let Some(long) = targets.iter().find(|t| t.as_os_str().len() >= PATH_MAX) {
-                // Not even an empty file system can be mounted over it.
-                return Err(format!(
-                    "{}… cannot be looked into for secrets: its name is longer than the system \
-                     allows ({} bytes); move it higher up, and nothing runs until then",
-                    printable_prefix(long),
-                    long.as_os_str().len()
-                ));
+            if let Some(long) = targets.iter().find(|t| too_long(t)) {
+                return Err(too_deep(long, "cannot be looked into for secrets"));
             }
             hide.extend(targets);
         }
         let mut masks: Vec<PathBuf> = Vec::new();
+        // What is masked by its place, where directories above it must stay put.
+        let mut placed: Vec<PathBuf> = Vec::new();
         if let Some(rule) = request.mask.rule() {
-            credentials(&**rule, &binds, &mut hide, &mut masks, &mut unmasked);
+            let mut found = Credentials {
+                hide: &mut hide,
+                masks: &mut masks,
+                unmasked: &mut unmasked,
+                placed: &mut placed,
+            };
+            credentials(&**rule, &binds, &mut found);
         }
         let mut mask_ids: Vec<(PathBuf, (u64, u64))> = Vec::new();
         for file in linked
@@ -419,6 +428,9 @@ impl Plan {
             .chain(&linked.masked)
         {
             let targets = seen_at(file, &binds);
+            if request.mask.rule().is_some_and(|r| r.by_place(file)) {
+                placed.extend(targets.iter().cloned());
+            }
             if let Ok(meta) = fs::symlink_metadata(file) {
                 use std::os::unix::fs::MetadataExt as _;
                 let id = (meta.dev(), meta.ino());
@@ -455,6 +467,9 @@ impl Plan {
             .into_iter()
             .filter(|t| !under_hidden(t) && !masked_already.contains(t))
         {
+            if too_long(&target) {
+                return Err(too_deep(&target, "is a secret that cannot be masked"));
+            }
             mounts.push(Mount::MaskFile { target });
         }
         for file in &linked.read_only {
@@ -468,6 +483,9 @@ impl Plan {
                 }
             }
         }
+        // Never inside a hidden directory: a bind there would show what it hides.
+        placed.retain(|t| !hidden_dirs.iter().any(|d| t.starts_with(d) && t != d));
+        pin_ancestors(&placed, &mut mounts, writable);
         mounts.sort_by_key(|m| depth(target(m)));
         let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
             crate::masking::mask_source(request.mask.index().and_then(Path::parent))?
@@ -516,9 +534,19 @@ fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
 /// The longest path the kernel takes.
 const PATH_MAX: usize = 4096;
 
-/// The first part of a long path, for a message.
-fn printable_prefix(path: &Path) -> String {
-    path.display().to_string().chars().take(120).collect()
+/// Whether nothing can be mounted at `path`: its name is longer than the kernel takes.
+fn too_long(path: &Path) -> bool {
+    path.as_os_str().len() >= PATH_MAX
+}
+
+/// Why nothing runs: `path`, too long to mount anything over, `is` what it is.
+fn too_deep(path: &Path, is: &str) -> String {
+    let shown: String = path.display().to_string().chars().take(120).collect();
+    format!(
+        "{shown}… {is}: its name is longer than the system allows ({} bytes); move it higher \
+         up, and nothing runs until then",
+        path.as_os_str().len()
+    )
 }
 
 /// `path` with every link on the way resolved: the sandbox reaches a bind's source through the
@@ -559,9 +587,7 @@ fn seen_at(path: &Path, binds: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
 fn credentials(
     rule: &dyn crate::masking::Masking,
     binds: &[(PathBuf, PathBuf)],
-    hide: &mut Vec<PathBuf>,
-    masks: &mut Vec<PathBuf>,
-    unmasked: &mut Vec<PathBuf>,
+    found: &mut Credentials<'_>,
 ) {
     use crate::masking::MaskDecision;
     for (path, decision) in rule.credential_paths() {
@@ -576,12 +602,52 @@ fn credentials(
             continue;
         }
         match decision {
-            MaskDecision::Masked if meta.is_dir() => hide.extend(targets),
-            MaskDecision::Masked if meta.is_file() => masks.extend(targets),
-            MaskDecision::Unmasked => unmasked.push(path),
+            MaskDecision::Masked if meta.is_dir() => {
+                found.placed.extend(targets.iter().cloned());
+                found.hide.extend(targets);
+            }
+            MaskDecision::Masked if meta.is_file() => {
+                found.placed.extend(targets.iter().cloned());
+                found.masks.extend(targets);
+            }
+            MaskDecision::Unmasked => found.unmasked.push(path),
             _ => {}
         }
     }
+}
+
+/// What [`credentials`] finds: directories to hide, files to mask, what the user unmasked,
+/// and the places of all of them.
+struct Credentials<'a> {
+    hide: &'a mut Vec<PathBuf>,
+    masks: &'a mut Vec<PathBuf>,
+    unmasked: &'a mut Vec<PathBuf>,
+    placed: &'a mut Vec<PathBuf>,
+}
+
+/// Each directory between a writable root and what is masked by its place becomes a mount
+/// point of its own, which cannot be renamed or removed (`mv config elsewhere` fails): the
+/// secret stays where its place says it is.
+fn pin_ancestors(placed: &[PathBuf], mounts: &mut Vec<Mount>, writable: bool) {
+    let mut pinned: Vec<Mount> = Vec::new();
+    for target in placed {
+        let Some((root, source)) = writable_bind(target, mounts) else {
+            continue;
+        };
+        let mut dir = target.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
+            let bind = Mount::Bind {
+                source: source.join(d.strip_prefix(&root).unwrap_or(d)),
+                target: d.to_path_buf(),
+                writable,
+            };
+            if !pinned.contains(&bind) && !mounts.contains(&bind) {
+                pinned.push(bind);
+            }
+            dir = d.parent();
+        }
+    }
+    mounts.extend(pinned);
 }
 
 /// Whether `path` would be visible through one of the mounts made so far.
@@ -730,5 +796,71 @@ mod tests {
                 .any(|m| target(m).starts_with(away.path()))
         );
         assert_eq!(plan.unmasked, vec![ws.join("token")]);
+    }
+
+    /// Masks `.env`; deciding `trigger` moves `from` to `to` and back, `moves` times at most.
+    #[derive(Debug)]
+    struct Mover {
+        from: PathBuf,
+        to: PathBuf,
+        moves: std::sync::atomic::AtomicUsize,
+    }
+
+    impl crate::masking::Masking for Mover {
+        fn decide(
+            &self,
+            path: &Path,
+            _: bool,
+            _: &mut dyn FnMut() -> Option<Vec<u8>>,
+        ) -> crate::masking::MaskDecision {
+            use std::sync::atomic::Ordering;
+            let name = path.file_name().unwrap_or_default();
+            if name == "trigger" && self.moves.load(Ordering::SeqCst) > 0 {
+                self.moves.fetch_sub(1, Ordering::SeqCst);
+                // Another command's `mv`, while the walk goes on.
+                if self.from.exists() {
+                    std::fs::rename(&self.from, &self.to).unwrap();
+                } else {
+                    std::fs::rename(&self.to, &self.from).unwrap();
+                }
+            }
+            if name == ".env" {
+                crate::masking::MaskDecision::Masked
+            } else {
+                crate::masking::MaskDecision::Readable
+            }
+        }
+
+        fn credential_paths(&self) -> Vec<(PathBuf, crate::masking::MaskDecision)> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn a_directory_moved_during_the_walk_is_walked_again_where_it_went() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path();
+        std::fs::write(ws.join("trigger"), "").unwrap();
+        std::fs::create_dir(ws.join("a")).unwrap();
+        std::fs::write(ws.join("a/.env"), "s").unwrap();
+        let plan_with = |moves: usize| {
+            let mut req = request(ws);
+            req.mask = crate::masking::MaskRule::new(std::sync::Arc::new(Mover {
+                from: ws.join("a"),
+                to: ws.join("z"),
+                moves: std::sync::atomic::AtomicUsize::new(moves),
+            }));
+            Plan::new(&req)
+        };
+        // Moved once, after the walk listed it and before it looked inside: the walk starts
+        // over and finds the secret where it went.
+        let plan = plan_with(1).unwrap();
+        assert!(ws.join("z/.env").exists());
+        assert!(plan.mounts.contains(&Mount::MaskFile {
+            target: ws.join("z/.env")
+        }));
+        // Moving on every walk: nothing runs.
+        let err = plan_with(usize::MAX).unwrap_err();
+        assert!(err.contains("kept moving"), "{err}");
     }
 }

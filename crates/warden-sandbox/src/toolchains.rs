@@ -15,13 +15,19 @@ use serde::{Deserialize, Serialize};
 use crate::masking::Masking;
 
 /// What the index format is; another is rebuilt.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// One directory as the last walk saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Dir {
     /// Modification time: seconds, nanoseconds.
     mtime: (i64, i64),
+    /// Change time (which no one can set back, unlike the modification time) and inode.
+    ctime: (i64, i64),
+    ino: u64,
+    /// Its times were older than [`SETTLED`] when it was read: a change in the same tick of a
+    /// coarse clock cannot have gone unseen.
+    settled: bool,
     /// Its subdirectories, by name.
     dirs: Vec<String>,
     /// Its files the rule may mask: name, and whether it is extension-less beside a key.
@@ -100,12 +106,12 @@ impl Index {
             if !meta.is_dir() {
                 continue;
             }
-            let mtime = (meta.mtime(), meta.mtime_nsec());
-            let entry = match self.dirs.remove(&dir) {
-                Some(known) if known.mtime == mtime => known,
+            let stamp = Stamp::of(&meta);
+            let (entry, odd) = match self.dirs.remove(&dir) {
+                Some(known) if known.settled && stamp.is(&known) => (known, Odd::default()),
                 _ => {
                     self.changed = true;
-                    read(&dir, mtime, rule)
+                    read(&dir, &stamp, rule)
                 }
             };
             for name in &entry.dirs {
@@ -114,7 +120,13 @@ impl Index {
             for (name, beside_key) in &entry.candidates {
                 found.push((dir.join(name), *beside_key));
             }
-            seen.insert(dir, entry);
+            // What the index cannot write down (a name that is not UTF-8) is read every time.
+            let keep = odd.dirs.is_empty() && odd.candidates.is_empty() && dir.to_str().is_some();
+            stack.extend(odd.dirs);
+            found.extend(odd.candidates);
+            if keep {
+                seen.insert(dir, entry);
+            }
         }
         // Directories of other roots stay; those under this one that are gone are dropped.
         let before = self.dirs.len();
@@ -125,15 +137,56 @@ impl Index {
     }
 }
 
+/// How old a directory's times must be for its read to be kept: coarse clocks tick in
+/// milliseconds to seconds.
+const SETTLED: i64 = 2;
+
+/// A directory's times and inode, as the index compares them.
+struct Stamp {
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Stamp {
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+        }
+    }
+
+    fn is(&self, dir: &Dir) -> bool {
+        self.mtime == dir.mtime && self.ctime == dir.ctime && self.ino == dir.ino
+    }
+}
+
+/// The entries of a directory whose names are not UTF-8: not written down, read every time.
+#[derive(Default)]
+struct Odd {
+    dirs: Vec<PathBuf>,
+    candidates: Vec<(PathBuf, bool)>,
+}
+
 /// One directory read: its subdirectories and its candidates.
-fn read(dir: &Path, mtime: (i64, i64), rule: &dyn Masking) -> Dir {
+fn read(dir: &Path, stamp: &Stamp, rule: &dyn Masking) -> (Dir, Odd) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     let mut entry = Dir {
-        mtime,
+        mtime: stamp.mtime,
+        ctime: stamp.ctime,
+        ino: stamp.ino,
+        settled: stamp.mtime.0.max(stamp.ctime.0) < now - SETTLED,
         dirs: Vec::new(),
         candidates: Vec::new(),
     };
+    let mut odd = Odd::default();
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return entry;
+        // Read again next time.
+        entry.settled = false;
+        return (entry, odd);
     };
     let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
     let keys_here = entries
@@ -143,19 +196,20 @@ fn read(dir: &Path, mtime: (i64, i64), rule: &dyn Masking) -> Dir {
         let Ok(kind) = e.file_type() else {
             continue;
         };
-        let Ok(name) = e.file_name().into_string() else {
-            continue;
-        };
-        if kind.is_dir() {
-            entry.dirs.push(name);
-        } else if kind.is_file() {
-            let beside_key = keys_here && Path::new(&name).extension().is_none();
-            if rule.may_mask(&name, beside_key) {
-                entry.candidates.push((name, beside_key));
-            }
+        let os_name = e.file_name();
+        let text = os_name.to_string_lossy().into_owned();
+        let beside_key = keys_here && Path::new(&os_name).extension().is_none();
+        let candidate = kind.is_file() && rule.may_mask(&text, beside_key);
+        match os_name.into_string() {
+            Ok(name) if kind.is_dir() => entry.dirs.push(name),
+            Ok(name) if candidate => entry.candidates.push((name, beside_key)),
+            Ok(_) => {}
+            Err(_) if kind.is_dir() => odd.dirs.push(e.path()),
+            Err(_) if candidate => odd.candidates.push((e.path(), beside_key)),
+            Err(_) => {}
         }
     }
-    entry
+    (entry, odd)
 }
 
 #[cfg(test)]
@@ -222,5 +276,56 @@ mod tests {
         let gone = index.candidates(&root, &Names);
         assert_eq!(gone, [(root.join("a/secret2"), false)]);
         assert!(!index.dirs.contains_key(&root.join("a/b")));
+    }
+
+    #[test]
+    fn a_modification_time_put_back_does_not_hide_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = std::fs::symlink_metadata(dir.path()).unwrap();
+        let known = Dir {
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            settled: true,
+            dirs: Vec::new(),
+            candidates: Vec::new(),
+        };
+        assert!(Stamp::of(&meta).is(&known));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(dir.path().join("secret.pem"), "x").unwrap();
+        // `touch -d` puts the modification time back; the change time cannot be.
+        let modified = meta.modified().unwrap();
+        std::fs::File::open(dir.path())
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(modified))
+            .unwrap();
+        let after = std::fs::symlink_metadata(dir.path()).unwrap();
+        assert_eq!(
+            after.mtime_nsec(),
+            meta.mtime_nsec(),
+            "the time is put back"
+        );
+        assert!(!Stamp::of(&after).is(&known));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_looked_into_every_time() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tc");
+        let odd = root.join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+        std::fs::create_dir_all(&odd).unwrap();
+        std::fs::write(odd.join("secret.txt"), "x").unwrap();
+        std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"secret\xff")), "x").unwrap();
+        let file = dir.path().join("index.json");
+        for _ in 0..2 {
+            let mut index = Index::load(&file, &Names);
+            let mut found = index.candidates(&root, &Names);
+            found.sort();
+            assert_eq!(found.len(), 2, "{found:?}");
+            assert!(found.contains(&(odd.join("secret.txt"), false)));
+            index.save(&file);
+            assert!(file.exists());
+        }
     }
 }

@@ -31,6 +31,10 @@ impl warden_sandbox::Masking for SecretMask {
         }
     }
 
+    fn by_place(&self, path: &Path) -> bool {
+        self.0.by_place(path)
+    }
+
     fn may_mask(&self, name: &str, beside_key: bool) -> bool {
         self.0.may_be_secret(name, beside_key)
     }
@@ -44,7 +48,11 @@ impl warden_sandbox::Masking for SecretMask {
         for path in self.0.credential_files() {
             // A directory is hidden whole, unless the user unmasked something in it: then each
             // of its files is decided on its own.
-            if self.0.unmasks_any() && self.0.unmasked(path).is_none() && path.is_dir() {
+            if self.0.unmasks_any()
+                && !self.0.always_hidden(path)
+                && self.0.unmasked(path).is_none()
+                && path.is_dir()
+            {
                 paths.extend(files_below(path).into_iter().map(|file| {
                     let decision = self.credential(&file);
                     (file, decision)

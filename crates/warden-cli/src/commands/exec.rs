@@ -207,6 +207,20 @@ fn refused(why: &str) -> CliError {
     }
 }
 
+/// The one secret list, as the file tools apply it, for the sandbox's walk (with the index of
+/// toolchain directories in warden's data directory).
+pub(super) fn secret_mask(
+    settings: &Settings,
+) -> Result<warden_sandbox::MaskRule, warden_policy::PatternError> {
+    let secrets = warden_policy::Secrets::from_settings(settings)?;
+    let mut mask =
+        warden_sandbox::MaskRule::new(std::sync::Arc::new(warden_tools::SecretMask(secrets)));
+    if let Some(index) = settings.dirs.toolchain_index() {
+        mask = mask.with_index(index);
+    }
+    Ok(mask)
+}
+
 fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Request, CliError> {
     let (program, rest) = args
         .command
@@ -214,14 +228,7 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
         .ok_or_else(|| usage(anyhow!("no program given after --")))?;
     let mut request = request_from_settings(settings, workspace, program, rest, &args.env)
         .map_err(|e| usage(anyhow!(e)))?;
-    // The one secret list, as the file tools apply it.
-    let secrets = warden_policy::Secrets::from_settings(settings).map_err(usage)?;
-    let mut mask =
-        warden_sandbox::MaskRule::new(std::sync::Arc::new(warden_tools::SecretMask(secrets)));
-    if let Some(index) = settings.dirs.toolchain_index() {
-        mask = mask.with_index(index);
-    }
-    request.mask = mask;
+    request.mask = secret_mask(settings).map_err(usage)?;
     if let Some(name) = &args.profile {
         request.profile = profile(name).map_err(|e| usage(anyhow!(e)))?;
     }

@@ -69,6 +69,8 @@ pub struct Options {
     /// The home directory the command sees (empty, read-only) and its toolchains.
     pub home: PathBuf,
     pub home_allow: Vec<PathBuf>,
+    /// The secret list, masked in every root the command can read.
+    pub mask: warden_sandbox::MaskRule,
     /// Capture the command's output instead of passing it through.
     pub capture: bool,
     /// Commands come one after another from an agent session, each in a sandbox of its own:
@@ -868,6 +870,7 @@ impl Prepared {
                 output_bytes: options.capture.then_some(1024 * 1024),
             },
             sized: setup.sized.clone(),
+            mask: options.mask.clone(),
             ..Request::default()
         };
         if self.egress.is_some() {

@@ -407,7 +407,7 @@ fn identity(path: &Path) -> Option<((u64, u64), u64)> {
 
 /// Whether `path` has no extension and sits beside a `*.pem`, `*.key` or `*.crt` file.
 fn beside_key(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+    let Some(name) = path.file_name() else {
         return false;
     };
     if Path::new(name).extension().is_some() {
@@ -422,16 +422,18 @@ fn dir_holds_keys(dir: &Path) -> bool {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     crate::secrets::Secrets::sniffs_beside("_", names.iter().map(String::as_str))
 }
 
 /// The first bytes of the regular file at `path`, as the secret list reads them.
+/// The first bytes of the file at `path` for the secret list: nothing for what is not a regular
+/// file (not there, a directory), `None` when it could not be read.
 fn head(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read as _;
     if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
-        return None;
+        return Some(Vec::new());
     }
     let mut bytes = Vec::new();
     std::fs::File::open(path)
