@@ -1010,3 +1010,39 @@ fn a_session_that_fails_to_start_still_finishes_its_run() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("lease.json")).unwrap()).unwrap();
     assert_eq!(lease["status"], "finished");
 }
+
+#[test]
+fn a_manifest_run_masks_the_secret_list_in_what_its_command_sees() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    let cargo = p.home.join(".cargo");
+    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    std::fs::write(
+        cargo.join("credentials.toml"),
+        "token = \"MANIFEST-CARGO-31337\"\n",
+    )
+    .unwrap();
+    std::fs::write(cargo.join("registry/readme"), "CARGO-README-31337\n").unwrap();
+    let file = manifest(&p, "plain.yaml", &test_and_patch(&p));
+    let script = format!(
+        "cat {0}/registry/readme {0}/credentials.toml; true",
+        cargo.display()
+    );
+    let bare = p.run(&["exec", "--no-sandbox", "--", "sh", "-c", &script]);
+    assert!(
+        bare.stdout.contains("MANIFEST-CARGO-31337"),
+        "the probe: {}",
+        bare.stderr
+    );
+    let run = p.run(&["manifest", "run", &file, "--", "sh", "-c", &script]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("CARGO-README-31337"), "{}", run.stderr);
+    assert!(
+        !run.stdout.contains("MANIFEST-CARGO-31337"),
+        "{}",
+        run.stdout
+    );
+}
