@@ -16,6 +16,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use warden_config::Settings;
 
 use crate::paths::PatternError;
+use crate::paths::protect::Set as Anchored;
 
 /// How much of a file is read to tell whether it holds a private key or a token. A file of a
 /// sniffed kind larger than this is a secret unread (a key hidden past the part read).
@@ -154,46 +155,6 @@ pub struct Secrets {
     hidden: Vec<PathBuf>,
     settings: Anchored,
     unmask: Anchored,
-}
-
-/// Gitignore-style patterns anchored at the project root (`~/` at the home directory, `//` at
-/// `/`), matched against absolute paths.
-#[derive(Debug, Clone)]
-struct Anchored {
-    set: GlobSet,
-    patterns: Vec<String>,
-    owner: Vec<usize>,
-}
-
-impl Anchored {
-    fn new(patterns: &[String], root: &Path, home: &Path) -> Result<Self, PatternError> {
-        let mut builder = GlobSetBuilder::new();
-        let mut owner = Vec::new();
-        for (index, pattern) in patterns.iter().enumerate() {
-            let base = crate::paths::anchor(pattern, root, home);
-            for glob in [base.clone(), format!("{base}/**")] {
-                let compiled = GlobBuilder::new(&glob)
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|source| PatternError::new(pattern, source))?;
-                builder.add(compiled);
-                owner.push(index);
-            }
-        }
-        let set = builder
-            .build()
-            .map_err(|source| PatternError::new(&patterns.join(", "), source))?;
-        Ok(Self {
-            set,
-            patterns: patterns.to_vec(),
-            owner,
-        })
-    }
-
-    fn find(&self, path: &Path) -> Option<&str> {
-        let hits = self.set.matches(path);
-        hits.first().map(|i| self.patterns[self.owner[*i]].as_str())
-    }
 }
 
 fn name_set(patterns: &[&str]) -> GlobSet {

@@ -4,13 +4,12 @@
 //! [`PathPolicy`] answers for the tools (roots and denied patterns); [`Protection`] holds the
 //! protected paths every layer refuses, whoever asks.
 
-mod protect;
+pub(crate) mod protect;
 mod roots;
 
 use std::path::{Component, Path, PathBuf};
 
 pub use protect::Protection;
-pub(crate) use protect::anchor;
 pub use roots::{PathPolicy, PatternError, ResolvedPath, WalkCache, normalize};
 
 /// A path as the engine sees it: its spelling made absolute, and where it really leads.

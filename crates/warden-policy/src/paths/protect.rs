@@ -64,10 +64,12 @@ pub struct Protection {
     write: Set,
 }
 
+/// Gitignore-style patterns anchored at the project root (`~/` at the home directory, `//` at
+/// `/`), each matching a path and what is below it, matched against absolute paths.
 #[derive(Debug, Clone)]
-struct Set {
+pub(crate) struct Set {
     globs: GlobSet,
-    patterns: Vec<String>,
+    pub(crate) patterns: Vec<String>,
     owner: Vec<usize>,
 }
 
@@ -104,7 +106,7 @@ impl Protection {
 }
 
 impl Set {
-    fn new(patterns: &[String], root: &Path, home: &Path) -> Result<Self, PatternError> {
+    pub(crate) fn new(patterns: &[String], root: &Path, home: &Path) -> Result<Self, PatternError> {
         let mut builder = GlobSetBuilder::new();
         let mut owner = Vec::new();
         for (index, pattern) in patterns.iter().enumerate() {
@@ -128,7 +130,8 @@ impl Set {
         })
     }
 
-    fn find(&self, path: &Path) -> Option<&str> {
+    /// The pattern that matches `path`, if one does.
+    pub(crate) fn find(&self, path: &Path) -> Option<&str> {
         let hits = self.globs.matches(path);
         hits.first().map(|i| self.patterns[self.owner[*i]].as_str())
     }
