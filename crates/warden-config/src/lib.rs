@@ -8,6 +8,7 @@
 //! ([`json_schema`], [`settings_markdown`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod autorun;
 mod docs;
 mod error;
 mod load;
@@ -19,6 +20,7 @@ mod settings;
 mod state;
 mod trust;
 
+pub use autorun::{AUTO_RUN, repository_auto_run};
 pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;
 pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root, user_config_dir};

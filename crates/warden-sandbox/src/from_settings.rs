@@ -56,16 +56,9 @@ pub const HOME_TOOLCHAINS: &[&str] = &[
 
 pub use warden_config::HOME_SECRETS;
 
-/// Paths kept read-only inside the workspace.
-pub const WORKSPACE_PROTECTED: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    ".warden",
-    ".vscode",
-    ".idea",
-    ".husky",
-    ".envrc",
-];
+/// Paths kept read-only, and uncreatable where absent, inside every writable root: the files
+/// that run code on the host later ([`warden_config::AUTO_RUN`]).
+pub const WORKSPACE_PROTECTED: &[&str] = warden_config::AUTO_RUN;
 
 /// Environment names that never pass unless named explicitly.
 const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
@@ -114,10 +107,16 @@ pub fn request_from_settings(
             .into_iter()
             .filter(|p| p.exists()),
     );
-    let mut deny_write: Vec<PathBuf> = WORKSPACE_PROTECTED
-        .iter()
-        .map(|s| workspace.join(s))
-        .collect();
+    // In the workspace and every other writable root: what runs code on the host later.
+    let allow_write = from(&sandbox.filesystem.allow_write);
+    let mut deny_write: Vec<PathBuf> = Vec::new();
+    for root in std::iter::once(workspace).chain(allow_write.iter().map(PathBuf::as_path)) {
+        if !root.is_dir() {
+            continue;
+        }
+        deny_write.extend(WORKSPACE_PROTECTED.iter().map(|s| root.join(s)));
+        deny_write.extend(warden_config::repository_auto_run(root));
+    }
     deny_write.extend(from(&sandbox.filesystem.deny_write));
     deny_write.extend(settings.dirs.dirs());
     let mut home_allow: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect();
@@ -141,7 +140,7 @@ pub fn request_from_settings(
         workspace: workspace.to_path_buf(),
         profile: profile(&sandbox.profile)?,
         allow_read: from(&sandbox.filesystem.allow_read),
-        allow_write: from(&sandbox.filesystem.allow_write),
+        allow_write,
         deny_read,
         deny_write,
         mounts: Vec::new(),

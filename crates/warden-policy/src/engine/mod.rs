@@ -460,6 +460,10 @@ fn protection(settings: &Settings, anchors: &Anchors) -> Result<Protection, Poli
     read_protected.extend(own(settings.dirs.state_files()));
     let mut write_protected = fs.deny_write.clone();
     write_protected.extend(own(settings.dirs.protected()));
+    // The repository's submodules' hooks and configuration, and the hooks path it names.
+    write_protected.extend(own(warden_config::repository_auto_run(
+        &anchors.project_root,
+    )));
     Protection::new(
         &anchors.project_root,
         &anchors.home,

@@ -25,11 +25,11 @@ const READ_WRITE: &[&str] = &[
     "**/.aws/credentials",
 ];
 
-/// Write protection, built in: what changes how code runs later.
+/// Write protection, built in: what changes how code runs later (besides
+/// [`warden_config::AUTO_RUN`], anywhere).
 const WRITE_ONLY: &[&str] = &[
-    "**/.git/config",
-    "**/.git/hooks",
-    "**/.warden",
+    "**/.git/modules/**/hooks",
+    "**/.git/modules/**/config",
     "~/.bashrc",
     "~/.bash_profile",
     "~/.bash_login",
@@ -40,14 +40,6 @@ const WRITE_ONLY: &[&str] = &[
     "~/.zshenv",
     "~/.zlogin",
     "~/.config/fish",
-    "**/.bashrc",
-    "**/.zshrc",
-    "**/.profile",
-    "**/.bash_profile",
-    "**/.husky",
-    "**/.envrc",
-    "**/.vscode",
-    "**/.idea",
     "~/.gitconfig",
     "//etc",
     "//usr",
@@ -87,6 +79,7 @@ impl Protection {
         let read_all: Vec<String> = builtin_rw.chain(read.iter().cloned()).collect();
         let mut write_all = read_all.clone();
         write_all.extend(WRITE_ONLY.iter().map(|s| (*s).to_owned()));
+        write_all.extend(warden_config::AUTO_RUN.iter().map(|s| format!("**/{s}")));
         write_all.extend(write.iter().cloned());
         Ok(Self {
             read: Set::new(&read_all, root, home)?,
