@@ -46,7 +46,9 @@ impl Cgroup {
             settings.push(("cpu", "cpu.cfs_period_us", period.to_string()));
             settings.push(("cpu", "cpu.cfs_quota_us", quota.to_string()));
         }
-        let name = format!("warden-{}-{}", std::process::id(), unique());
+        // The process id alone repeats (a group whose processes the kernel has not yet let go
+        // of outlives its process): the time makes the name new, and a clash tries another.
+        let mut name = group_name();
         let mut group = Self::default();
         for (controller, file, value) in settings {
             let existing = group
@@ -62,10 +64,32 @@ impl Cgroup {
                         "the {controller} cgroup controller is not available (cgroup v1 not mounted at {ROOT}/{controller})"
                     ))
                 })?;
-                let dir = base.join(&name);
-                fs::create_dir(&dir).map_err(|e| {
-                    io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
-                })?;
+                let mut dir = base.join(&name);
+                let mut tries = 0;
+                loop {
+                    match fs::create_dir(&dir) {
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 8 => {
+                            tries += 1;
+                            // Only the first group may take another name: the rest follow it.
+                            if group.dirs.is_empty() {
+                                name = group_name();
+                                dir = base.join(&name);
+                            } else {
+                                return Err(io::Error::new(
+                                    e.kind(),
+                                    format!("creating {}: {e}", dir.display()),
+                                ));
+                            }
+                        }
+                        Err(e) => {
+                            return Err(io::Error::new(
+                                e.kind(),
+                                format!("creating {}: {e}", dir.display()),
+                            ));
+                        }
+                        Ok(()) => break,
+                    }
+                }
                 group.dirs.push(dir.clone());
                 dir
             };
@@ -115,6 +139,14 @@ fn v1_base(controller: &str) -> Option<PathBuf> {
             .then(|| path.to_owned())
     })?;
     Some(mount.join(path.trim_start_matches('/')))
+}
+
+/// A name for this process's next group: its id, the time, and a count.
+fn group_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("warden-{}-{nanos:08x}-{}", std::process::id(), unique())
 }
 
 fn unique() -> u64 {
