@@ -64,6 +64,7 @@ impl Cgroup {
                         "the {controller} cgroup controller is not available (cgroup v1 not mounted at {ROOT}/{controller})"
                     ))
                 })?;
+                sweep(&base);
                 let mut dir = base.join(&name);
                 let mut tries = 0;
                 loop {
@@ -112,13 +113,39 @@ impl Cgroup {
 impl Drop for Cgroup {
     fn drop(&mut self) {
         for dir in &self.dirs {
-            // The processes are gone by now; the kernel may take a moment to notice.
-            for _ in 0..50 {
+            // The processes are gone by now; the kernel may take a moment to notice (what is
+            // still left is swept by a later command).
+            for attempt in 0..40u64 {
                 if fs::remove_dir(dir).is_ok() || !dir.exists() {
                     break;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                std::thread::sleep(std::time::Duration::from_millis(2 + attempt / 2));
             }
+        }
+    }
+}
+
+/// Removes the empty groups that warden processes no longer running left in `base` (their
+/// processes took longer to go than the process waited).
+fn sweep(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("warden-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let gone = pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists();
+        let empty = fs::read_to_string(entry.path().join("cgroup.procs"))
+            .is_ok_and(|procs| procs.trim().is_empty());
+        if gone && empty {
+            let _ = fs::remove_dir(entry.path());
         }
     }
 }
