@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod config;
+mod context;
 mod exec;
 mod manifest;
 mod manifest_run;
@@ -60,7 +61,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
             deny: _,
         }) => manifest_run::answer(dir, &run_id, request, allow),
         Command::Manifest(command) => manifest::run(command),
-        Command::Context(ContextCommand::Show(args)) => run::context_show(dir, &args),
+        Command::Context(ContextCommand::Show(args)) => context::context_show(dir, &args),
         Command::Trust(args) => trust::trust(dir, &args),
         Command::Untrust(args) => trust::untrust(dir, &args),
     }

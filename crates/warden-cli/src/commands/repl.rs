@@ -6,7 +6,8 @@ use std::io::Write as _;
 use warden_agent::{Agent, State, Trigger};
 use warden_model::Item;
 
-use super::run::{exit_of, pin, print_report};
+use super::context::print_report;
+use super::run::{exit_of, pin};
 use crate::Exit;
 
 /// What is shown before each line is read.

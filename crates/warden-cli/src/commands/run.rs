@@ -17,8 +17,8 @@ use warden_protocol::SessionId;
 use warden_tools::{OnAsk, Registry, ToolContext};
 use warden_trace::AgentSession;
 
-use super::{load_quietly, load_settings_with, open_trace, print_json};
-use crate::args::{AgentArgs, CompactArgs, ContextShowArgs, ResumeArgs, SessionsArgs};
+use super::{open_trace, print_json};
+use crate::args::{AgentArgs, CompactArgs, ResumeArgs, SessionsArgs};
 use crate::{CliError, Exit};
 
 /// The most tokens one answer may take.
@@ -92,7 +92,7 @@ struct Saved {
 }
 
 /// A saved run: its header and its state, conversation included.
-fn load(session: &SessionId) -> Result<(AgentSession, State), CliError> {
+pub(super) fn load(session: &SessionId) -> Result<(AgentSession, State), CliError> {
     let store = open_trace()?;
     let (header, saved) = store
         .agent_state(session)
@@ -265,27 +265,9 @@ fn start(
     } = saved;
     // Under a manifest the session works in the run's worktree.
     let dir = governed.as_ref().map_or(dir, |g| Some(g.work_dir.clone()));
-    let mut settings =
-        load_quietly(dir.clone(), cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
     // An untrusted project whose files would widen something: asked once, on a terminal.
     let asking = !args.json && governed.is_none() && matches!(mode, Mode::Run { .. });
-    if asking && let Some(answer) = super::trust::ask_before_run(&settings)? {
-        if answer == super::trust::RunAnswer::ThisRun {
-            super::trust_for_this_command();
-        }
-        if answer != super::trust::RunAnswer::Declined {
-            let shown = settings.trust.digest.clone();
-            settings = load_quietly(dir, cli_layer(args)?).map_err(|e| CliError::usage(e.error))?;
-            // Trusted for this run is what was shown, not what the files hold by now.
-            if settings.trust.digest != shown {
-                return Err(CliError::failure(anyhow!(
-                    "the project's settings files changed while you were deciding; run again to \
-                     see what they grant now"
-                )));
-            }
-        }
-    }
-    super::report_trust(&settings);
+    let mut settings = super::trust::settings_for_run(dir, &cli_layer(args)?, asking)?;
     if let Some(g) = &governed {
         g.govern(&mut settings);
     }
@@ -325,7 +307,11 @@ fn start(
     }
     let store = open_trace()?;
     if !settings.trust.ignored.is_empty() {
-        let _ = store.record_agent_event(&session, "settings_ignored", &ignored_event(&settings));
+        let _ = store.record_agent_event(
+            &session,
+            "settings_ignored",
+            &super::trust::ignored_event(&settings),
+        );
     }
     let skills = super::skills::registry(&settings);
     let interactive =
@@ -489,17 +475,6 @@ fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
     })
 }
 
-/// The trace's record of what the project's files could not set.
-pub(super) fn ignored_event(settings: &Settings) -> serde_json::Value {
-    json!({
-        "projectRoot": settings.project_root,
-        "trusted": settings.trust.trusted,
-        "basis": settings.trust.basis,
-        "ignored": settings.trust.ignored,
-        "wayOut": "warden trust",
-    })
-}
-
 /// Shows nothing.
 struct Quiet;
 
@@ -550,86 +525,6 @@ fn print_handoff(session: &SessionId, done: &Compacted, json: bool) -> Result<()
         "sections": sections,
         "restoredIdentifiers": done.restored,
     }))
-}
-
-/// `warden context show`: what the next call of a saved run would contain, per layer.
-pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Result<Exit, CliError> {
-    let session: SessionId = args.session.parse().map_err(CliError::usage)?;
-    let (header, state) = load(&session)?;
-    let mut raw = RawSettings::default();
-    if let Some(window) = args.context_window {
-        raw.context
-            .get_or_insert_with(Default::default)
-            .window_tokens = Some(window);
-    }
-    let dir = dir.or_else(|| Some(PathBuf::from(&header.cwd)));
-    let settings = load_settings_with(dir, raw).map_err(|e| CliError::usage(e.error))?;
-    let registry = Registry::builtin().map_err(CliError::failure)?;
-    let skills = super::skills::registry(&settings);
-    let tools = warden_agent::tool_defs(
-        &registry,
-        skills.as_ref().is_some_and(|r| !r.skills.is_empty()),
-    );
-    let network = settings.sandbox.network.mode == "on";
-    let model = header.model.rsplit('/').next().unwrap_or(&header.model);
-    let (_, built) =
-        warden_agent::context(&settings, &state, &tools, network, model, skills.as_ref());
-    let report = &built.report;
-    if args.json {
-        let mut value = json!(report);
-        if args.items {
-            value["items"] = json!(built.fates);
-        }
-        print_json(&value)?;
-        return Ok(Exit::Success);
-    }
-    print_report(report);
-    if args.items {
-        println!(
-            "{:>6} {:<12} {:<11} {:>7} {:>6}",
-            "item", "what", "fate", "tokens", "score"
-        );
-        for fate in &built.fates {
-            println!(
-                "{:>6} {:<12} {:<11} {:>7} {:>6}",
-                fate.index,
-                fate.what,
-                fate.fate,
-                fate.tokens,
-                fate.score
-                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"))
-            );
-        }
-    }
-    Ok(Exit::Success)
-}
-
-/// A context report as a table, a line per layer and its reasons.
-pub(super) fn print_report(report: &warden_context::Report) {
-    println!(
-        "window {} tokens, budget {}, this context {}{}",
-        report.window,
-        report.budget,
-        report.total,
-        if report.over_budget {
-            " (over budget)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
-        "layer", "budget", "used", "kept", "trimmed", "dropped"
-    );
-    for layer in &report.layers {
-        println!(
-            "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
-            layer.name, layer.budget, layer.used, layer.kept, layer.trimmed, layer.dropped
-        );
-        for reason in &layer.reasons {
-            println!("    {reason}");
-        }
-    }
 }
 
 pub(super) fn sessions(args: &SessionsArgs) -> Result<Exit, CliError> {

@@ -51,7 +51,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         let _ = store.record_agent_event(
             &session,
             "settings_ignored",
-            &super::run::ignored_event(&settings),
+            &super::trust::ignored_event(&settings),
         );
     }
     let policy = Engine::from_settings(&settings).map_err(CliError::usage)?;

@@ -399,6 +399,48 @@ pub(super) fn untrust(dir: Option<PathBuf>, args: &UntrustArgs) -> Result<Exit, 
     }
 }
 
+/// The trace's record of what the project's files could not set.
+pub(super) fn ignored_event(settings: &Settings) -> serde_json::Value {
+    json!({
+        "projectRoot": settings.project_root,
+        "trusted": settings.trust.trusted,
+        "basis": settings.trust.basis,
+        "ignored": settings.trust.ignored,
+        "wayOut": "warden trust",
+    })
+}
+
+/// The settings of a `warden run` in `dir` with the command line's `cli` layer: when `asking`
+/// (a terminal, no manifest), an untrusted project whose files would widen something is asked
+/// about first, and loaded again as the answer says — what is trusted being what was shown.
+/// Reports what stays set aside.
+pub(super) fn settings_for_run(
+    dir: Option<PathBuf>,
+    cli: &warden_config::RawSettings,
+    asking: bool,
+) -> Result<Settings, CliError> {
+    let mut settings =
+        load_quietly(dir.clone(), cli.clone()).map_err(|e| CliError::usage(e.error))?;
+    if asking && let Some(answer) = ask_before_run(&settings)? {
+        if answer == RunAnswer::ThisRun {
+            super::trust_for_this_command();
+        }
+        if answer != RunAnswer::Declined {
+            let shown = settings.trust.digest.clone();
+            settings = load_quietly(dir, cli.clone()).map_err(|e| CliError::usage(e.error))?;
+            // Trusted for this run is what was shown, not what the files hold by now.
+            if settings.trust.digest != shown {
+                return Err(CliError::failure(anyhow!(
+                    "the project's settings files changed while you were deciding; run again to \
+                     see what they grant now"
+                )));
+            }
+        }
+    }
+    super::report_trust(&settings);
+    Ok(settings)
+}
+
 /// What a first `warden run` on a terminal answers about an untrusted project whose files
 /// would widen something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,397 @@
+//! What a sandboxed command may see and do, as concrete mounts and limits. The caller builds a
+//! [`Request`] from its policy; [`Plan::new`] turns it into the mount plan every backend shares.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod masks;
+
+/// The profiles of `warden exec --profile`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// Nothing writable but a private `/tmp`.
+    ReadOnly,
+    /// The workspace and extra writable roots are writable.
+    #[default]
+    WorkspaceWrite,
+    /// Workspace-write with the network forced off, an empty `$HOME` and no toolchains from it.
+    FullIsolated,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::FullIsolated => "full-isolated",
+        }
+    }
+}
+
+/// Resource limits. `None` means no limit of that kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    pub timeout_ms: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub pids: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    /// Size of the private `/tmp`, and the largest file the command may write.
+    pub disk_mb: Option<u64>,
+    /// CPU quota, in CPUs (a cgroup's CPU controller).
+    pub cpus: Option<f64>,
+    /// The most bytes of stdout and of stderr kept; the rest is read and dropped.
+    pub output_bytes: Option<u64>,
+}
+
+/// What the caller asks for. Paths are absolute.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The writable root, and the working directory of the command.
+    pub workspace: PathBuf,
+    pub profile: Profile,
+    pub allow_read: Vec<PathBuf>,
+    pub allow_write: Vec<PathBuf>,
+    /// Paths made invisible (masked), whether they exist or not.
+    pub deny_read: Vec<PathBuf>,
+    /// Paths kept read-only inside writable roots.
+    pub deny_write: Vec<PathBuf>,
+    /// Extra mounts: source, target, writable.
+    pub mounts: Vec<(PathBuf, PathBuf, bool)>,
+    pub network: bool,
+    /// With the network off: a port on the sandbox's own loopback whose listening socket is
+    /// handed to the caller (an egress proxy) before the command starts. The only way out.
+    pub proxy_port: Option<u16>,
+    /// The environment the command starts with, exactly.
+    pub env: Vec<(String, String)>,
+    /// The home directory the command sees (its toolchain directories are mounted read-only).
+    pub home: PathBuf,
+    /// Directories under `home` made visible read-only (toolchains).
+    pub home_allow: Vec<PathBuf>,
+    pub limits: Limits,
+    /// Refuse to run where the kernel does not enforce Landlock.
+    pub require_landlock: bool,
+    /// The working directory inside, when it is not the workspace (a mount's target). With an
+    /// empty `workspace`, nothing is bound at a host path of its own: only `mounts` are seen.
+    pub cwd: Option<PathBuf>,
+    /// Host directories covered, for the sandbox's life only, by a tmpfs of their own of that
+    /// many MiB: scratch space whose size is a limit. The host never sees what is written there.
+    pub sized: Vec<(PathBuf, u64)>,
+    /// Files to copy out of a `sized` directory once the command has ended (nothing inside runs
+    /// any more): source, under a sized directory, and destination on the host.
+    pub collect: Vec<(PathBuf, PathBuf)>,
+    /// Which files of the roots the command may not read (warden's secret list).
+    #[serde(skip)]
+    pub mask: crate::masking::MaskRule,
+    /// Writable mounts (targets) whose writes Landlock refuses all the same: the doctor's way
+    /// of trying Landlock alone.
+    #[serde(default)]
+    pub landlock_denied: Vec<PathBuf>,
+}
+
+/// How one mount is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Mount {
+    /// Bind `source` (host path) at `target`, read-only unless `writable`.
+    Bind {
+        source: PathBuf,
+        target: PathBuf,
+        writable: bool,
+    },
+    /// An empty tmpfs at `target` (read-only unless `writable`), of at most `size_mb`.
+    Tmpfs {
+        target: PathBuf,
+        writable: bool,
+        size_mb: u64,
+    },
+    /// Hide a file: `/dev/null` bound read-only over it.
+    MaskFile { target: PathBuf },
+}
+
+/// Everything the helper needs to build the sandbox and run the command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// In order: parents before what is mounted inside them.
+    pub mounts: Vec<Mount>,
+    pub network: bool,
+    /// The port of the proxy bridge inside the network namespace (see [`Request::proxy_port`]).
+    #[serde(default)]
+    pub proxy_port: Option<u16>,
+    pub limits: Limits,
+    /// Refuse to run where the kernel does not enforce Landlock.
+    #[serde(default)]
+    pub require_landlock: bool,
+    /// Host directories made before the command runs, so that a denied path that does not exist
+    /// has a mount point (and stays uncreatable); removed afterwards when no other sandbox uses
+    /// them.
+    #[serde(default)]
+    pub placeholders: Vec<PathBuf>,
+    /// See [`Request::sized`].
+    #[serde(default)]
+    pub sized: Vec<(PathBuf, u64)>,
+    /// See [`Request::collect`].
+    #[serde(default)]
+    pub collect: Vec<(PathBuf, PathBuf)>,
+    /// Secrets of the roots the user unmasked, readable to the command: recorded with it.
+    #[serde(default)]
+    pub unmasked: Vec<PathBuf>,
+    /// The empty file of mode `000` mounted over what is masked (opening it fails).
+    #[serde(default)]
+    pub mask_source: PathBuf,
+    /// See [`Request::landlock_denied`].
+    #[serde(default)]
+    pub landlock_denied: Vec<PathBuf>,
+    /// The (device, inode) each masked file had when the plan was made, by mount target: the
+    /// native backend masks a target only while it is still that file (a file swapped in the
+    /// meantime stops the command).
+    #[serde(default)]
+    pub mask_ids: Vec<(PathBuf, (u64, u64))>,
+}
+
+/// System directories every command may read.
+const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Files under system directories that are never shown.
+const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/security/opasswd",
+];
+
+impl Plan {
+    /// The mount plan for `request`: system directories, toolchains and extra reads read-only;
+    /// the workspace and extra writes read-write (unless the profile says otherwise); a private
+    /// `/tmp`; denied paths masked; protected paths inside writable roots read-only.
+    ///
+    /// Fails, and nothing may run, when a protected path cannot be kept as the request says.
+    #[allow(clippy::too_many_lines)]
+    pub fn new(request: &Request) -> Result<Self, String> {
+        let mut mounts = Vec::new();
+        let disk = request.limits.disk_mb.unwrap_or(1024);
+        let existing = |p: &Path| p.exists();
+        for dir in SYSTEM.iter().map(Path::new).filter(|p| existing(p)) {
+            mounts.push(Mount::Bind {
+                source: dir.to_path_buf(),
+                target: dir.to_path_buf(),
+                writable: false,
+            });
+        }
+        mounts.push(Mount::Tmpfs {
+            target: request.home.clone(),
+            writable: false,
+            size_mb: 1,
+        });
+        if request.profile != Profile::FullIsolated {
+            for dir in request.home_allow.iter().filter(|p| existing(p)) {
+                mounts.push(Mount::Bind {
+                    source: real(dir),
+                    target: dir.clone(),
+                    writable: false,
+                });
+            }
+        }
+        for dir in request.allow_read.iter().filter(|p| existing(p)) {
+            mounts.push(Mount::Bind {
+                source: real(dir),
+                target: dir.clone(),
+                writable: false,
+            });
+        }
+        let writable = request.profile != Profile::ReadOnly;
+        let has_workspace = !request.workspace.as_os_str().is_empty();
+        if has_workspace {
+            mounts.push(Mount::Bind {
+                source: real(&request.workspace),
+                target: request.workspace.clone(),
+                writable,
+            });
+        }
+        for dir in request.allow_write.iter().filter(|p| existing(p)) {
+            mounts.push(Mount::Bind {
+                source: real(dir),
+                target: dir.clone(),
+                writable,
+            });
+        }
+        for (source, target, rw) in &request.mounts {
+            mounts.push(Mount::Bind {
+                source: real(source),
+                target: target.clone(),
+                writable: *rw && writable,
+            });
+        }
+        mounts.push(Mount::Tmpfs {
+            target: PathBuf::from("/tmp"),
+            writable: true,
+            size_mb: disk,
+        });
+        let mut ancestors: Vec<PathBuf> = Vec::new();
+        let mut placeholders = Vec::new();
+        let denied = request.deny_write.iter().chain(&request.deny_read);
+        for path in denied {
+            let Some((root, source)) = writable_bind(path, &mounts) else {
+                continue;
+            };
+            let present = fs::symlink_metadata(path);
+            if present.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+                // A mount would land on the link's target, and the link itself could be
+                // replaced: there is no way to keep it as it is.
+                return Err(format!(
+                    "{} is protected but is a symbolic link, which the sandbox cannot keep \
+                     read-only; replace it with what it points to, or remove it",
+                    path.display()
+                ));
+            }
+            let protect = if present.is_ok() {
+                if !request.deny_write.contains(path) {
+                    continue;
+                }
+                path.clone()
+            } else {
+                // Not there yet: it must stay uncreatable. Below the nearest existing ancestor
+                // that is a directory, a placeholder directory becomes the mount point of an
+                // empty read-only file system; an ancestor that is a file (a worktree's `.git`)
+                // is itself kept read-only.
+                let mut nearest = path.as_path();
+                while fs::symlink_metadata(nearest).is_err() {
+                    nearest = nearest.parent().unwrap_or(Path::new("/"));
+                }
+                if fs::metadata(nearest).is_ok_and(|m| m.is_dir()) {
+                    placeholders.push(source.join(path.strip_prefix(&root).unwrap_or(path)));
+                    mounts.push(Mount::Tmpfs {
+                        target: path.clone(),
+                        writable: false,
+                        size_mb: 1,
+                    });
+                    path.clone()
+                } else {
+                    nearest.to_path_buf()
+                }
+            };
+            // Each directory between the writable root and the protected path becomes a mount
+            // point of its own, which cannot be renamed or removed (`mv .git x` fails).
+            let mut dir = protect.parent();
+            while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
+                if !ancestors.iter().any(|a| a == d) {
+                    ancestors.push(d.to_path_buf());
+                }
+                dir = d.parent();
+            }
+            if present.is_ok() || protect != *path {
+                mounts.push(Mount::Bind {
+                    source: protect.clone(),
+                    target: protect,
+                    writable: false,
+                });
+            }
+        }
+        for dir in ancestors {
+            mounts.push(Mount::Bind {
+                source: dir.clone(),
+                target: dir,
+                writable,
+            });
+        }
+        let secrets = SYSTEM_SECRETS.iter().map(PathBuf::from);
+        for path in request.deny_read.iter().cloned().chain(secrets) {
+            if !visible(&path, &mounts) {
+                continue;
+            }
+            if path.is_dir() {
+                mounts.push(Mount::Tmpfs {
+                    target: path,
+                    writable: false,
+                    size_mb: 1,
+                });
+            } else if path.exists() {
+                mounts.push(Mount::MaskFile { target: path });
+            }
+        }
+        let masked = masks::mask(request, &mut mounts, has_workspace, writable)?;
+        mounts.sort_by_key(|m| depth(target(m)));
+        let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
+            crate::masking::mask_source(request.mask.index().and_then(Path::parent))?
+        } else {
+            PathBuf::new()
+        };
+        Ok(Self {
+            program: request.program.clone(),
+            args: request.args.clone(),
+            cwd: request
+                .cwd
+                .clone()
+                .unwrap_or_else(|| request.workspace.clone()),
+            env: request.env.clone(),
+            mounts,
+            network: request.network && request.profile != Profile::FullIsolated,
+            proxy_port: request.proxy_port.filter(|_| !request.network),
+            limits: request.limits.clone(),
+            require_landlock: request.require_landlock,
+            placeholders,
+            sized: request.sized.clone(),
+            collect: request.collect.clone(),
+            unmasked: masked.unmasked,
+            mask_source,
+            landlock_denied: request.landlock_denied.clone(),
+            mask_ids: masked.ids,
+        })
+    }
+}
+
+/// The deepest writable bind that holds `path`, if one does: its target and its source.
+fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
+    mounts
+        .iter()
+        .filter_map(|m| match m {
+            Mount::Bind {
+                source,
+                target,
+                writable: true,
+            } if path.starts_with(target) => Some((target.clone(), source.clone())),
+            _ => None,
+        })
+        .max_by_key(|(target, _)| depth(target))
+}
+
+/// `path` with every link on the way resolved: the sandbox reaches a bind's source through the
+/// host's root, where a link to an absolute path would lead elsewhere.
+fn real(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether `path` would be visible through one of the mounts made so far.
+fn visible(path: &Path, mounts: &[Mount]) -> bool {
+    mounts.iter().any(|m| match m {
+        Mount::Bind { target, .. } => path.starts_with(target),
+        Mount::Tmpfs { .. } | Mount::MaskFile { .. } => false,
+    })
+}
+
+pub(crate) fn target(mount: &Mount) -> &Path {
+    match mount {
+        Mount::Bind { target, .. } | Mount::Tmpfs { target, .. } | Mount::MaskFile { target } => {
+            target
+        }
+    }
+}
+
+fn depth(path: &Path) -> usize {
+    path.components().count()
+}
+
+#[cfg(test)]
+mod tests;
