@@ -364,7 +364,7 @@ fn the_bwrap_backend_holds_the_same_boundaries() {
         finish(&Command::new("bash").arg("-c").arg(&tcp).output().unwrap()).code,
         0
     );
-    let bw = ["--backend", "bwrap"];
+    let bw = p.backend_args("bwrap");
     let run = exec(
         &p,
         &bw,
@@ -392,7 +392,9 @@ fn the_bwrap_backend_holds_the_same_boundaries() {
         assert!(!run.stdout.contains("BWRAP-PROBE"));
     }
     assert!(!p.root().join(".git/hooks/pre-commit").exists());
-    let run = exec(&p, &["--backend", "bwrap", "--timeout", "1"], "sleep 27182");
+    let mut timed = p.backend_args("bwrap");
+    timed.extend(["--timeout", "1"]);
+    let run = exec(&p, &timed, "sleep 27182");
     assert_eq!(run.code, 124);
     assert!(
         finish(
@@ -506,7 +508,7 @@ fn denied_paths_that_do_not_exist_stay_uncreatable() {
     assert_eq!(sh(&p, clean).code, 0);
     for backend in backends() {
         let mut with = flags.to_vec();
-        with.extend(["--backend", backend]);
+        with.extend(p.backend_args(backend));
         // Nor by moving something into place, or removing the placeholder first.
         let script = format!(
             "{script}; echo w > w; mv w .envrc; rmdir .envrc; echo q > .envrc; \
@@ -561,7 +563,7 @@ fn hard_links_to_files_outside_the_workspace_lead_nowhere() {
     for backend in backends() {
         let run = exec(
             &p,
-            &["--backend", backend],
+            &p.backend_args(backend),
             "cat linked.txt; echo changed >> linked.txt; cat own-again.txt",
         );
         assert!(
@@ -660,7 +662,7 @@ fn settings_add_home_toolchains_and_can_require_landlock() {
     // bubblewrap has no Landlock: with it required, nothing runs.
     if Command::new("bwrap").arg("--version").output().is_ok() {
         let mut flags = with.to_vec();
-        flags.extend(["--backend", "bwrap"]);
+        flags.extend(p.backend_args("bwrap"));
         let run = exec(&p, &flags, "touch ran-anyway");
         assert_eq!(run.code, 126, "{}", run.stderr);
         assert!(run.stderr.contains("landlock"), "{}", run.stderr);
@@ -685,20 +687,10 @@ fn tiocsti_cannot_push_input_into_the_terminal() {
     );
     let warden = env!("CARGO_BIN_EXE_warden");
     for backend in backends() {
-        let inside = on_a_terminal(
-            &p,
-            &[
-                warden,
-                "exec",
-                "--backend",
-                backend,
-                "--",
-                "/usr/bin/python3",
-                "-c",
-                probe,
-            ],
-            &[],
-        );
+        let mut argv = vec![warden, "exec"];
+        argv.extend(p.backend_args(backend));
+        argv.extend(["--", "/usr/bin/python3", "-c", probe]);
+        let inside = on_a_terminal(&p, &argv, &[]);
         assert!(
             inside.stdout.contains("REFUSED") && !inside.stdout.contains("INJECTED"),
             "{backend}: {}",
@@ -728,7 +720,7 @@ fn set_id_bits_cannot_be_made() {
     for backend in backends() {
         let run = exec(
             &p,
-            &["--backend", backend],
+            &p.backend_args(backend),
             &format!("{script}; chmod 755 suid && echo plain-ok"),
         );
         assert!(

@@ -8,6 +8,7 @@ use serde_json::Value;
 pub(crate) struct Project {
     dir: tempfile::TempDir,
     pub(crate) home: PathBuf,
+    bwrap_settings: String,
 }
 
 pub(crate) struct Run {
@@ -33,7 +34,24 @@ impl Project {
         std::fs::create_dir_all(dir.path().join("project/.git")).unwrap();
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        Self { dir, home }
+        let bwrap_settings = dir.path().join("bwrap-as-root.toml");
+        std::fs::write(&bwrap_settings, "[sandbox]\nroot_identity = \"host\"\n").unwrap();
+        Self {
+            bwrap_settings: bwrap_settings.display().to_string(),
+            dir,
+            home,
+        }
+    }
+
+    /// The flags of `warden exec` that pick `backend`. bubblewrap has no idmapped mounts, so
+    /// as root it runs commands as root, which the user must choose knowingly: here, by a
+    /// settings file given on the command line.
+    pub(crate) fn backend_args<'a>(&'a self, backend: &'a str) -> Vec<&'a str> {
+        let mut args = vec!["--backend", backend];
+        if backend == "bwrap" && is_root() {
+            args.extend(["--settings", self.bwrap_settings.as_str()]);
+        }
+        args
     }
 
     pub(crate) fn root(&self) -> PathBuf {
@@ -167,6 +185,16 @@ pub(crate) fn sandbox_available(p: &Project) -> bool {
     );
     eprintln!("skipping: the sandbox is not available: {}", run.stdout);
     false
+}
+
+/// Whether the tests run as root (as in CI).
+pub(crate) fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            == Some("0")
+    })
 }
 
 /// The sandbox backends to test here: native, and bwrap where it is installed (in CI it must

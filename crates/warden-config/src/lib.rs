@@ -31,10 +31,10 @@ pub use remember::{
 };
 pub use resolve::resolve_org;
 pub use settings::{
-    Budgets, Context, ContextShares, GlobTool, GrepTool, HOME_SECRETS, Layer, ManifestRuns, Model,
-    Org, OrgManifest, PermissionMode, Permissions, Price, Provider, ProviderKind, ReadTool,
-    RiskName, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings,
-    SettingsSource, Skills, Tools, WardenDirs, WriteTool,
+    Budgets, Context, ContextShares, DEFAULT_UNPRIVILEGED_ID, GlobTool, GrepTool, HOME_SECRETS,
+    Layer, ManifestRuns, Model, Org, OrgManifest, PermissionMode, Permissions, Price, Provider,
+    ProviderKind, ReadTool, RiskName, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
+    SandboxNetwork, Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
 };
 pub use state::data_dir;
 pub use trust::{

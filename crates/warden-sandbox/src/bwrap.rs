@@ -158,6 +158,14 @@ impl Backend for Bwrap {
     }
 
     fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
+        if let Some(id) = plan.run_as {
+            return Err(SandboxError::Setup(format!(
+                "the bwrap backend cannot run commands as the unprivileged user {id} when warden \
+                 runs as root (it has no idmapped mounts); use the native backend, or set \
+                 [sandbox] root_identity = \"host\" in your user settings to run them as root; \
+                 nothing ran"
+            )));
+        }
         if plan.require_landlock {
             return Err(SandboxError::Setup(
                 "landlock is required ([sandbox] require_landlock) and the bwrap backend has none"

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use warden_config::Settings;
 
-use crate::plan::{Limits, Profile, Request};
+use crate::plan::{Limits, Profile, Request, RootIdentity};
 
 /// The port the egress proxy answers on inside an allowlist sandbox (its own loopback).
 pub const PROXY_PORT: u16 = 3128;
@@ -162,6 +162,7 @@ pub fn request_from_settings(
         // The caller's secret list: the sandbox decides nothing.
         mask: crate::masking::MaskRule::default(),
         landlock_denied: Vec::new(),
+        root_identity: root_identity(settings),
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),
@@ -172,6 +173,23 @@ pub fn request_from_settings(
             output_bytes: Some(limits.output_bytes),
         },
     })
+}
+
+/// Who commands are on the host when warden runs as root, as the settings say.
+pub fn root_identity(settings: &Settings) -> RootIdentity {
+    match settings.sandbox.root_identity.as_str() {
+        "host" => RootIdentity::Host,
+        _ => RootIdentity::Unprivileged(settings.sandbox.unprivileged_id),
+    }
+}
+
+/// What to say on every command when warden runs as root and the user chose to run commands
+/// as root too (`root_identity = "host"`); `None` otherwise.
+pub fn host_root_warning(request: &Request) -> Option<&'static str> {
+    (request.root_identity == RootIdentity::Host && crate::sys::effective_uid() == 0).then_some(
+        "commands run as root on the host ([sandbox] root_identity = \"host\"): every file \
+         only root may read is readable to them",
+    )
 }
 
 /// A settings path: `~` and `~/…` from home, `//…` absolute, anything else from the workspace.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Plan;
+use crate::plan::{Mount, Plan};
 use crate::{seccomp, sys};
 
 /// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
@@ -116,10 +116,25 @@ fn run(plan: &Plan) -> Status {
     let (uid, gid) = sys::ids();
     // The mount namespace is the child's alone (it unshares it itself), so that its pivot_root
     // leaves this process where it was.
-    let mut flags =
-        libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if !plan.network {
         flags |= libc::CLONE_NEWNET;
+    }
+    let trees = match plan.run_as {
+        Some(id) => match enter_as_root(plan, uid, gid, id) {
+            Ok(trees) => trees,
+            Err(error) => {
+                return Status {
+                    exit_code: 126,
+                    error: Some(error),
+                    ..Status::default()
+                };
+            }
+        },
+        None => Vec::new(),
+    };
+    if plan.run_as.is_none() {
+        flags |= libc::CLONE_NEWUSER;
     }
     if let Err(err) = sys::unshare(flags) {
         return failed(
@@ -127,14 +142,16 @@ fn run(plan: &Plan) -> Status {
             err,
         );
     }
-    let maps = [
-        ("/proc/self/setgroups", "deny".to_owned()),
-        ("/proc/self/uid_map", format!("{INSIDE_ID} {uid} 1")),
-        ("/proc/self/gid_map", format!("{INSIDE_ID} {gid} 1")),
-    ];
-    for (file, content) in maps {
-        if let Err(err) = fs::write(file, content) {
-            return failed(&format!("user namespace id map ({file})"), err);
+    if plan.run_as.is_none() {
+        let maps = [
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{INSIDE_ID} {uid} 1")),
+            ("/proc/self/gid_map", format!("{INSIDE_ID} {gid} 1")),
+        ];
+        for (file, content) in maps {
+            if let Err(err) = fs::write(file, content) {
+                return failed(&format!("user namespace id map ({file})"), err);
+            }
         }
     }
     if !plan.network
@@ -144,7 +161,7 @@ fn run(plan: &Plan) -> Status {
         return failed("the network bridge to the egress proxy", err);
     }
     if !plan.sized.is_empty()
-        && let Err(err) = sized(&plan.sized)
+        && let Err(err) = sized(&plan.sized, plan.run_as.is_some())
     {
         return failed("the sized scratch space", err);
     }
@@ -162,12 +179,13 @@ fn run(plan: &Plan) -> Status {
     };
     if child == 0 {
         drop(error_read);
-        let err = child_main(plan, &filters, error_write.as_raw_fd());
+        let err = child_main(plan, &filters, error_write.as_raw_fd(), &trees);
         let mut pipe = fs::File::from(error_write);
         let _ = pipe.write_all(err.as_bytes());
         sys::exit(126);
     }
     drop(error_write);
+    drop(trees);
     let mut status = wait(plan, child, error_read);
     if status.error.is_none() {
         // Every process of the sandbox is gone with its PID 1: nothing can change these now.
@@ -186,10 +204,67 @@ fn run(plan: &Plan) -> Status {
     status
 }
 
+/// Root's way in. First, in the initial user namespace (the only one that may make them), a
+/// tree of each writable bind whose files of the user's id look owned by `id`, and are stored as
+/// the user's when `id` makes them; then a user namespace where this process stays root (inside
+/// 0 is the user) and the command's id ([`INSIDE_ID`]) is `id` on the host. Returns the trees
+/// by the plan's mount index. Refuses to go on, naming the root, where a tree cannot be made.
+fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<OwnedFd>>, String> {
+    let shown = sys::user_namespace(&format!("{uid} {id} 1"), &format!("{gid} {id} 1"), false)
+        .map_err(|e| {
+            format!(
+                "the user namespace of the idmapped mounts: {e} (user namespaces may be disabled: \
+                 check /proc/sys/user/max_user_namespaces)"
+            )
+        })?;
+    let mut trees = Vec::with_capacity(plan.mounts.len());
+    for mount in &plan.mounts {
+        let tree = match mount {
+            Mount::Bind {
+                source,
+                target,
+                writable,
+            } if (*writable || plan.shown_as_owner.contains(target))
+                && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir)) =>
+            {
+                Some(sys::idmapped_tree(source, &shown).map_err(|e| refused_root(source, id, &e))?)
+            }
+            _ => None,
+        };
+        trees.push(tree);
+    }
+    let own = sys::user_namespace(
+        &format!("0 {uid} 1\n{INSIDE_ID} {id} 1"),
+        &format!("0 {gid} 1\n{INSIDE_ID} {id} 1"),
+        true,
+    )
+    .map_err(|e| format!("the user namespace of the unprivileged id {id}: {e}"))?;
+    sys::enter_user_namespace(&own)
+        .map_err(|e| format!("entering the user namespace of the unprivileged id {id}: {e}"))?;
+    Ok(trees)
+}
+
+fn refused_root(root: &Path, id: u32, err: &std::io::Error) -> String {
+    format!(
+        "{}: this writable root cannot be given to the unprivileged user {id} that commands run \
+         as when warden runs as root: the kernel refuses an idmapped mount of it ({err}; \
+         idmapped mounts need Linux 5.12 or newer, tmpfs 6.3, and a file system that supports \
+         them). Nothing ran. To run commands as root on the host instead, knowingly, set \
+         [sandbox] root_identity = \"host\" in your user settings",
+        root.display()
+    )
+}
+
 /// Covers each directory with a tmpfs of its size, in a mount namespace of this process's own
 /// (the command's is made from it): the host's view never changes, and what is written there
 /// goes when this process does.
-fn sized(dirs: &[(PathBuf, u64)]) -> std::io::Result<()> {
+fn sized(dirs: &[(PathBuf, u64)], for_inside: bool) -> std::io::Result<()> {
+    // As root, this process is root inside too: the command's own id must own the space.
+    let owner = if for_inside {
+        format!(",uid={INSIDE_ID},gid={INSIDE_ID}")
+    } else {
+        String::new()
+    };
     sys::unshare(libc::CLONE_NEWNS)?;
     sys::make_mounts_private()?;
     for (dir, mb) in dirs {
@@ -198,7 +273,7 @@ fn sized(dirs: &[(PathBuf, u64)]) -> std::io::Result<()> {
             dir,
             Some("tmpfs"),
             libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&format!("mode=0755,size={}m", (*mb).max(1))),
+            Some(&format!("mode=0755,size={}m{owner}", (*mb).max(1))),
         )
         .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     }
@@ -325,6 +400,9 @@ fn layers(plan: &Plan) -> Vec<String> {
     if !plan.network && plan.proxy_port.is_some() {
         layers.push("egress-proxy".to_owned());
     }
+    if plan.run_as.is_some() {
+        layers.push("unprivileged-identity".to_owned());
+    }
     if let Some(abi) = crate::landlock::kernel_abi() {
         layers.push(format!("landlock-abi-{abi}"));
     }
@@ -345,12 +423,17 @@ fn layers(plan: &Plan) -> Vec<String> {
 
 /// PID 1 of the sandbox: builds the file system, seals itself, and becomes the command.
 /// Returns only the reason it could not.
-fn child_main(plan: &Plan, filters: &[seccompiler::BpfProgram], error_fd: i32) -> String {
+fn child_main(
+    plan: &Plan,
+    filters: &[seccompiler::BpfProgram],
+    error_fd: i32,
+    trees: &[Option<OwnedFd>],
+) -> String {
     let step = |what: &str, result: std::io::Result<()>| result.map_err(|e| format!("{what}: {e}"));
     let result = (|| -> Result<String, String> {
         step("parent-death signal", sys::set_parent_death_signal())?;
         step("mount namespace", sys::unshare(libc::CLONE_NEWNS))?;
-        crate::mounts::build(plan)?;
+        crate::mounts::build(plan, trees)?;
         step("working directory", std::env::set_current_dir(&plan.cwd))?;
         step("hostname", sys::sethostname("warden"))?;
         if !plan.network {
@@ -363,7 +446,17 @@ fn child_main(plan: &Plan, filters: &[seccompiler::BpfProgram], error_fd: i32) -
         )?;
         let program = find_program(plan)
             .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
-        step("capabilities", sys::drop_capabilities())?;
+        // As root: from here on the command is the unprivileged id, on the host too.
+        let switch_to = plan.run_as.map(|_| (INSIDE_ID, INSIDE_ID));
+        step("capabilities", sys::drop_capabilities(switch_to))?;
+        if switch_to.is_some() {
+            // A change of identity clears the parent-death signal: set it again, then make sure
+            // the helper did not die in between (it holds the other end of the error pipe).
+            step("parent-death signal", sys::set_parent_death_signal())?;
+            if sys::reader_gone(error_fd) {
+                sys::exit(126);
+            }
+        }
         step("no_new_privs", sys::set_no_new_privs())?;
         let enforced = crate::landlock::restrict(plan)?;
         if plan.require_landlock && !enforced {

@@ -113,6 +113,8 @@ mod tests {
             mask_source: PathBuf::new(),
             landlock_denied: Vec::new(),
             mask_ids: Vec::new(),
+            run_as: None,
+            shown_as_owner: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         };

@@ -2,6 +2,7 @@
 //! the host is reachable at `/oldroot` only while the plan's mounts are made, then it is gone.
 
 use std::fs;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use crate::plan::{Mount, Plan};
@@ -13,8 +14,9 @@ fn step(what: impl std::fmt::Display, result: std::io::Result<()>) -> Result<(),
     result.map_err(|e| format!("{what}: {e}"))
 }
 
-/// Makes the mount namespace's file system what the plan says.
-pub(crate) fn build(plan: &Plan) -> Result<(), String> {
+/// Makes the mount namespace's file system what the plan says. `trees` holds, by mount index,
+/// the idmapped trees made for the writable binds when warden runs as root.
+pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV;
     step("making mounts private", sys::make_mounts_private())?;
     step(
@@ -34,8 +36,8 @@ pub(crate) fn build(plan: &Plan) -> Result<(), String> {
     )?;
     step("entering the new root", std::env::set_current_dir("/"))?;
 
-    for mount in &plan.mounts {
-        make(mount, plan)?;
+    for (index, mount) in plan.mounts.iter().enumerate() {
+        make(mount, plan, trees.get(index).and_then(Option::as_ref))?;
     }
     dev_and_proc()?;
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
@@ -81,9 +83,10 @@ fn host(path: &Path) -> PathBuf {
     Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
 }
 
-fn make(mount: &Mount, plan: &Plan) -> Result<(), String> {
+fn make(mount: &Mount, plan: &Plan, tree: Option<&OwnedFd>) -> Result<(), String> {
     match mount {
         Mount::Bind { source, target, .. } => {
+            let original = source;
             let source = host(source);
             if source.is_dir() {
                 step(
@@ -92,6 +95,9 @@ fn make(mount: &Mount, plan: &Plan) -> Result<(), String> {
                 )?;
             } else {
                 touch(target)?;
+            }
+            if let Some(tree) = tree {
+                return idmapped(tree, original, target, plan);
             }
             step(
                 format_args!("binding {}", target.display()),
@@ -118,7 +124,13 @@ fn make(mount: &Mount, plan: &Plan) -> Result<(), String> {
             } else {
                 "0755"
             };
-            let data = format!("mode={mode},size={size_mb}m");
+            // Made by root inside when warden runs as root: owned by the command's id then.
+            let id = crate::helper::INSIDE_ID;
+            let data = if *writable && plan.run_as.is_some() {
+                format!("mode={mode},size={size_mb}m,uid={id},gid={id}")
+            } else {
+                format!("mode={mode},size={size_mb}m")
+            };
             step(
                 format_args!("tmpfs at {}", target.display()),
                 sys::mount(
@@ -132,6 +144,31 @@ fn make(mount: &Mount, plan: &Plan) -> Result<(), String> {
         }
         Mount::MaskFile { target } => mask(target, plan),
     }
+}
+
+/// Puts the idmapped tree of the writable root `source` at `target`; the sized scratch space
+/// below it (a tmpfs of the helper's, made after the tree was copied) goes back on top.
+fn idmapped(tree: &OwnedFd, source: &Path, target: &Path, plan: &Plan) -> Result<(), String> {
+    step(
+        format_args!("the idmapped tree at {}", target.display()),
+        sys::move_tree(tree, target),
+    )?;
+    for (dir, _) in &plan.sized {
+        let Ok(rest) = dir.strip_prefix(source) else {
+            continue;
+        };
+        step(
+            format_args!("the scratch space at {}", dir.display()),
+            sys::mount(
+                Some(&host(dir)),
+                &target.join(rest),
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 /// Mounts the mask file over `target`: over the very file opened (through its descriptor,

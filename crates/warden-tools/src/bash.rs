@@ -130,6 +130,9 @@ impl Tool for Bash {
         if outcome.timed_out {
             result["timedOut"] = json!(true);
         }
+        if let Some(warning) = warden_sandbox::host_root_warning(&request) {
+            result["warning"] = json!(warning);
+        }
         // Secrets the user unmasked were readable to it: said, for the trace.
         if !plan.unmasked.is_empty() {
             let shown: Vec<String> = plan.unmasked.iter().map(|p| ctx.paths.display(p)).collect();

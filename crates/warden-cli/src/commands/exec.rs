@@ -52,6 +52,9 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         return unsandboxed(&settings, &request, args);
     }
     let plan = Plan::new(&request).map_err(|why| refused(&why))?;
+    if let Some(warning) = warden_sandbox::host_root_warning(&request) {
+        eprintln!("warden: warning: {warning}");
+    }
     let helper = super::sandbox_helper().map_err(|e| {
         refused(&format!(
             "cannot find the warden binary for the helper: {e}"
@@ -348,7 +351,11 @@ pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
         .map_err(|e| refused(&format!("a directory for the checks: {e}")))?;
     let helper = super::sandbox_helper().map_err(|e| refused(&e.to_string()))?;
     let probe = std::env::current_exe().map_err(|e| refused(&e.to_string()))?;
-    let mut checks = warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask);
+    let identity = settings.as_ref().map_or_else(
+        warden_sandbox::RootIdentity::default,
+        warden_sandbox::root_identity,
+    );
+    let mut checks = warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask, identity);
     for check in &mut checks {
         check.required |= require_landlock && check.layer == "landlock";
     }

@@ -119,6 +119,7 @@ fn options(
         environment: std::env::vars().collect(),
         home: base.home,
         home_allow: base.home_allow,
+        root_identity: base.root_identity,
         mask: super::exec::secret_mask(settings).map_err(CliError::usage)?,
         capture: false,
         session: false,

@@ -119,6 +119,14 @@ pub struct RawSandbox {
     pub require_landlock: Option<bool>,
     /// Sandbox backend; `auto` picks the best one available on this system. Default `auto`.
     pub backend: Option<String>,
+    /// Who commands are on the host when warden runs as root: `unprivileged` (an unprivileged
+    /// host uid and gid, the writable roots shown to it through idmapped mounts, so that files
+    /// only root may read stay unreadable) or `host` (root, as warden is; warned on every
+    /// command). User and managed settings only. Default `unprivileged`.
+    pub root_identity: Option<String>,
+    /// The host uid and gid commands run as when warden runs as root with
+    /// `root_identity = "unprivileged"`. User and managed settings only. Default `2000000000`.
+    pub unprivileged_id: Option<u32>,
     /// Base sandbox profile, naming what commands may read and write. Default
     /// `workspace-write`.
     pub profile: Option<String>,
@@ -137,6 +145,8 @@ merge_struct!(RawSandbox {
     fail_if_unavailable,
     require_landlock,
     backend,
+    root_identity,
+    unprivileged_id,
     profile,
     filesystem,
     network,

@@ -165,6 +165,8 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
         fail_if_unavailable,
         require_landlock,
         backend,
+        root_identity,
+        unprivileged_id,
         profile,
         filesystem,
         network,
@@ -199,6 +201,8 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
         fail_if_unavailable: fail_if_unavailable.unwrap_or(d.fail_if_unavailable),
         require_landlock: require_landlock.unwrap_or(d.require_landlock),
         backend: backend.unwrap_or(d.backend),
+        root_identity: root_identity.unwrap_or(d.root_identity),
+        unprivileged_id: unprivileged_id.unwrap_or(d.unprivileged_id),
         profile: profile.unwrap_or(d.profile),
         filesystem: SandboxFilesystem {
             allow_read: list(allow_read),

@@ -156,8 +156,34 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
     }
     positive_f64(&["org", "manifest", "max_cpu"], manifest.max_cpu)?;
 
-    check_network(settings, blame)?;
+    check_sandbox(settings, blame)?;
     check_org(settings, blame)
+}
+
+/// The sandbox's named choices: its network mode, who commands are as root.
+fn check_sandbox(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigError> {
+    check_network(settings, blame)?;
+    let sandbox = &settings.sandbox;
+    if !matches!(sandbox.root_identity.as_str(), "unprivileged" | "host") {
+        return Err(blame.error(
+            &["sandbox", "root_identity"],
+            format!(
+                "`{}` is not a root identity (expected unprivileged or host)",
+                sandbox.root_identity
+            ),
+        ));
+    }
+    if sandbox.unprivileged_id == 0 || sandbox.unprivileged_id == u32::MAX {
+        return Err(blame.error(
+            &["sandbox", "unprivileged_id"],
+            format!(
+                "{} cannot be the unprivileged id: 0 is root and {} means no id",
+                sandbox.unprivileged_id,
+                u32::MAX
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_network(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigError> {

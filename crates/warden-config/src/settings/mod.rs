@@ -316,6 +316,10 @@ pub enum RiskName {
     L5,
 }
 
+/// The host uid and gid commands run as when warden runs as root: outside the ranges
+/// `adduser` and `/etc/subuid` hand out by default, so that it owns none of the host's files.
+pub const DEFAULT_UNPRIVILEGED_ID: u32 = 2_000_000_000;
+
 /// `[sandbox]`: how commands are confined.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -328,6 +332,12 @@ pub struct Sandbox {
     pub require_landlock: bool,
     /// Default `"auto"`.
     pub backend: String,
+    /// `"unprivileged"` (default) or `"host"`: who commands are on the host when warden runs
+    /// as root.
+    pub root_identity: String,
+    /// The host uid and gid of commands when warden runs as root. Default
+    /// [`DEFAULT_UNPRIVILEGED_ID`].
+    pub unprivileged_id: u32,
     /// Default `"workspace-write"`.
     pub profile: String,
     /// `[sandbox.filesystem]`.
@@ -347,6 +357,8 @@ impl Default for Sandbox {
             fail_if_unavailable: true,
             require_landlock: false,
             backend: "auto".to_owned(),
+            root_identity: "unprivileged".to_owned(),
+            unprivileged_id: DEFAULT_UNPRIVILEGED_ID,
             profile: "workspace-write".to_owned(),
             filesystem: SandboxFilesystem::default(),
             network: SandboxNetwork::default(),

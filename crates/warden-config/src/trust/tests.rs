@@ -56,6 +56,14 @@ const SAMPLES: &[Sample] = &[
         "[sandbox]\nrequire_landlock = false\n",
     ),
     sample("sandbox.backend", "[sandbox]\nbackend = \"bwrap\"\n"),
+    sample(
+        "sandbox.root_identity",
+        "[sandbox]\nroot_identity = \"host\"\n",
+    ),
+    sample(
+        "sandbox.unprivileged_id",
+        "[sandbox]\nunprivileged_id = 5\n",
+    ),
     sample("sandbox.profile", "[sandbox]\nprofile = \"read-only\"\n"),
     sample(
         "sandbox.filesystem.allow_read",

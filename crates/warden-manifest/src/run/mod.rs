@@ -69,6 +69,8 @@ pub struct Options {
     /// The home directory the command sees (empty, read-only) and its toolchains.
     pub home: PathBuf,
     pub home_allow: Vec<PathBuf>,
+    /// Who the command is on the host when warden runs as root.
+    pub root_identity: warden_sandbox::RootIdentity,
     /// The secret list, masked in every root the command can read.
     pub mask: warden_sandbox::MaskRule,
     /// Capture the command's output instead of passing it through.
@@ -871,6 +873,7 @@ impl Prepared {
             },
             sized: setup.sized.clone(),
             mask: options.mask.clone(),
+            root_identity: options.root_identity,
             ..Request::default()
         };
         if self.egress.is_some() {

@@ -31,6 +31,25 @@ impl Profile {
     }
 }
 
+/// Who a command is on the host when warden runs as root (as an ordinary user, it is that
+/// user either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootIdentity {
+    /// An unprivileged host uid and gid (both this id), owning none of the host's files: the
+    /// writable roots are shown to it through idmapped mounts, so that what it writes belongs
+    /// to the user who ran warden.
+    Unprivileged(u32),
+    /// Root: every file only root may read is readable to the command.
+    Host,
+}
+
+impl Default for RootIdentity {
+    fn default() -> Self {
+        Self::Unprivileged(warden_config::DEFAULT_UNPRIVILEGED_ID)
+    }
+}
+
 /// Resource limits. `None` means no limit of that kind.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
@@ -91,6 +110,9 @@ pub struct Request {
     /// of trying Landlock alone.
     #[serde(default)]
     pub landlock_denied: Vec<PathBuf>,
+    /// Who the command is on the host when warden runs as root.
+    #[serde(default)]
+    pub root_identity: RootIdentity,
 }
 
 /// How one mount is made.
@@ -155,6 +177,15 @@ pub struct Plan {
     /// meantime stops the command).
     #[serde(default)]
     pub mask_ids: Vec<(PathBuf, (u64, u64))>,
+    /// Warden runs as root and the command runs as this unprivileged host uid and gid instead,
+    /// the writable binds shown to it through idmapped mounts (see [`RootIdentity`]).
+    #[serde(default)]
+    pub run_as: Option<u32>,
+    /// Read-only binds (targets) shown through the idmapped mount as the writable ones are when
+    /// warden runs as root: the workspace and the caller's mounts, whose files the user handed
+    /// to the command, so that tools that check who owns a repository (git) see the command.
+    #[serde(default)]
+    pub shown_as_owner: Vec<PathBuf>,
 }
 
 /// System directories every command may read.
@@ -348,6 +379,15 @@ impl Plan {
             mask_source,
             landlock_denied: request.landlock_denied.clone(),
             mask_ids: masked.ids,
+            shown_as_owner: has_workspace
+                .then(|| request.workspace.clone())
+                .into_iter()
+                .chain(request.mounts.iter().map(|(_, target, _)| target.clone()))
+                .collect(),
+            run_as: match request.root_identity {
+                RootIdentity::Unprivileged(id) if crate::sys::effective_uid() == 0 => Some(id),
+                RootIdentity::Unprivileged(_) | RootIdentity::Host => None,
+            },
         })
     }
 }

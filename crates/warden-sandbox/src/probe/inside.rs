@@ -70,6 +70,9 @@ pub(super) struct Status {
     pub(super) seccomp: String,
     pub(super) fds: usize,
     pub(super) env: Vec<String>,
+    /// The host uid this process is, as its user namespace's map says.
+    #[serde(default)]
+    pub(super) host_uid: Option<u32>,
 }
 
 impl Status {
@@ -96,8 +99,22 @@ impl Status {
             seccomp: field("Seccomp:"),
             fds: std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count),
             env: std::env::vars().map(|(k, _)| k).collect(),
+            host_uid: host_uid(&field("Uid:")),
         }
     }
+}
+
+/// The host uid of `uids` (the `Uid:` line of `/proc/self/status`, real uid first): where
+/// `/proc/self/uid_map` sends it (its second column is the parent namespace's id, which from
+/// a namespace one level below the host's is the host's).
+fn host_uid(uids: &str) -> Option<u32> {
+    let uid: u32 = uids.split_whitespace().next()?.parse().ok()?;
+    let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
+    map.lines().find_map(|line| {
+        let mut fields = line.split_whitespace().map(|f| f.parse::<u32>().ok());
+        let (inside, outside, count) = (fields.next()??, fields.next()??, fields.next()??);
+        (uid >= inside && uid - inside < count).then(|| outside + (uid - inside))
+    })
 }
 
 /// The namespaces a command gets of its own.

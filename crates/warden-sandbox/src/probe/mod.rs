@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::masking::MaskRule;
-use crate::plan::{Limits, Plan, Request};
+use crate::plan::{Limits, Plan, Request, RootIdentity};
 use crate::spawn::{Outcome, Output, Sandbox};
 use inside::{Attempt, Status};
 
@@ -39,19 +39,22 @@ pub struct LayerCheck {
 }
 
 /// Tries every layer with `helper` running the sandbox and `probe` (the warden binary)
-/// mounted inside; `scratch` is a new private directory of the host the checks may use, and
-/// `mask` the secret list of the user's settings.
+/// mounted inside; `scratch` is a new private directory of the host the checks may use,
+/// `mask` the secret list of the user's settings and `identity` who commands are when warden
+/// runs as root.
 pub fn check_layers(
     helper: &Path,
     probe: &Path,
     scratch: &Path,
     mask: &MaskRule,
+    identity: RootIdentity,
 ) -> Vec<LayerCheck> {
     let doctor = Doctor {
         sandbox: Sandbox::new(helper.to_path_buf()),
         probe,
         scratch,
         mask,
+        identity,
     };
     let mut checks = Vec::new();
     let Some(seccomp_mode) = doctor.process(&mut checks) else {
@@ -71,6 +74,7 @@ struct Doctor<'a> {
     probe: &'a Path,
     scratch: &'a Path,
     mask: &'a MaskRule,
+    identity: RootIdentity,
 }
 
 impl Doctor<'_> {
@@ -85,7 +89,56 @@ impl Doctor<'_> {
     }
 
     fn base(&self, args: &[&str]) -> Request {
-        base_request(self.probe, self.scratch, args)
+        Request {
+            root_identity: self.identity,
+            ..base_request(self.probe, self.scratch, args)
+        }
+    }
+
+    /// Who the command is on the host: not root, unless the user chose it; and a file it
+    /// writes in the workspace belongs to the user who ran warden.
+    fn identity(&self, inside: &Status) -> LayerCheck {
+        const LAYER: &str = "unprivileged-identity";
+        let own = crate::sys::effective_uid();
+        let host = inside
+            .host_uid
+            .map_or_else(|| "unknown".to_owned(), |u| u.to_string());
+        if own != 0 {
+            let detail = format!(
+                "warden runs as uid {own}, not root; the command is uid {host} on the host"
+            );
+            return check(LAYER, inside.host_uid == Some(own), &detail, true);
+        }
+        let RootIdentity::Unprivileged(id) = self.identity else {
+            let detail = "[sandbox] root_identity = \"host\": commands run as root on the host, \
+                          and every file only root may read is readable to them";
+            return check(LAYER, false, detail, false);
+        };
+        let workspace = self.scratch.join("workspace");
+        let written = workspace.join("identity.txt");
+        let inside_path = written.display().to_string();
+        let wrote = self.run(&self.base(&["write", &inside_path]));
+        let owner =
+            std::fs::symlink_metadata(&written).map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+        let _ = std::fs::remove_file(&written);
+        let (works, detail) = match (&wrote, owner) {
+            (Ok((Some(attempt), _)), Ok(owner)) if attempt.done => (
+                inside.host_uid == Some(id) && owner == own,
+                format!(
+                    "the command is uid {host} on the host (warden runs as root); a file it \
+                     wrote in the workspace belongs to uid {owner}"
+                ),
+            ),
+            (Err(why), _) => (false, format!("nothing could run: {why}")),
+            _ => (
+                false,
+                format!(
+                    "the command is uid {host} on the host, but it could not write in the \
+                     workspace"
+                ),
+            ),
+        };
+        check(LAYER, works, &detail, true)
     }
 
     /// The namespaces, capabilities, `no_new_privs`, descriptors and the environment: what the
@@ -157,6 +210,7 @@ impl Doctor<'_> {
             inside.fds
         );
         checks.push(check("closed-descriptors", inside.fds <= 4, &fds, true));
+        checks.push(self.identity(&inside));
         Some(inside.seccomp)
     }
 

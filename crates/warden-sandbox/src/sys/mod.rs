@@ -7,6 +7,11 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+mod identity;
+pub(crate) use identity::{
+    become_user, effective_uid, enter_user_namespace, idmapped_tree, move_tree, user_namespace,
+};
+
 fn cstr(text: &OsStr) -> io::Result<CString> {
     CString::new(text.as_bytes()).map_err(|_| {
         io::Error::new(
@@ -251,8 +256,9 @@ struct CapData {
 const CAPABILITY_V3: u32 = 0x2008_0522;
 
 /// Drops every capability: the bounding set, the ambient set, then effective, permitted and
-/// inheritable.
-pub(crate) fn drop_capabilities() -> io::Result<()> {
+/// inheritable. With `switch_to`, switches to that uid and gid (no supplementary groups) before the
+/// last step, while the capability to do so is still there.
+pub(crate) fn drop_capabilities(switch_to: Option<(u32, u32)>) -> io::Result<()> {
     for cap in 0..64 {
         // SAFETY: prctl with integer arguments; EINVAL past the last capability is expected.
         let ret = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
@@ -273,6 +279,9 @@ pub(crate) fn drop_capabilities() -> io::Result<()> {
             0,
         )
     })?;
+    if let Some((uid, gid)) = switch_to {
+        become_user(uid, gid)?;
+    }
     let header = CapHeader {
         version: CAPABILITY_V3,
         pid: 0,
@@ -341,6 +350,18 @@ pub(crate) fn poll_readable(fd: libc::c_int, timeout_ms: Option<u64>) -> io::Res
             return Err(err);
         }
     }
+}
+
+/// Whether the read end of the pipe whose write end is `fd` is closed (its reader is gone).
+pub(crate) fn reader_gone(fd: libc::c_int) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout returns at once.
+    let ret = unsafe { libc::poll(&raw mut pfd, 1, 0) };
+    ret > 0 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
 pub(crate) fn kill(pid: libc::pid_t, signal: libc::c_int) {
