@@ -5,6 +5,7 @@ mod agent;
 mod autorun;
 mod bash_tool;
 mod cli;
+mod history;
 mod identity;
 mod manifest;
 mod manifest_run;

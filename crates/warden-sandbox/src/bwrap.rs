@@ -80,7 +80,16 @@ pub(crate) fn arguments(plan: &Plan, filters: usize) -> Vec<String> {
     let path = |p: &PathBuf| p.display().to_string();
     // Read-only tmpfs are sealed after everything is mounted inside them.
     let mut late = Vec::new();
-    for mount in &plan.mounts {
+    // bubblewrap has no overlay here: a writable root's `.git` is read-only, its history kept.
+    let positions = plan.overlay_positions();
+    let keep = |a: &mut Vec<String>, index: usize| {
+        for (k, _) in positions.iter().enumerate().filter(|(_, p)| **p == index) {
+            let git = path(&plan.git_overlays[k]);
+            a.extend(["--ro-bind".to_owned(), git.clone(), git]);
+        }
+    };
+    for (index, mount) in plan.mounts.iter().enumerate() {
+        keep(&mut a, index);
         match mount {
             Mount::Bind {
                 source,
@@ -117,6 +126,7 @@ pub(crate) fn arguments(plan: &Plan, filters: usize) -> Vec<String> {
             }
         }
     }
+    keep(&mut a, plan.mounts.len());
     a.extend(
         [
             "--proc",
@@ -258,6 +268,7 @@ impl Backend for Bwrap {
             layers,
             collected: Vec::new(),
             usage: crate::helper::Usage::default(),
+            history: Vec::new(),
         })
     }
 }

@@ -403,6 +403,9 @@ fn layers(plan: &Plan) -> Vec<String> {
     if plan.run_as.is_some() {
         layers.push("unprivileged-identity".to_owned());
     }
+    if !plan.git_overlays.is_empty() {
+        layers.push("git-history".to_owned());
+    }
     if let Some(abi) = crate::landlock::kernel_abi() {
         layers.push(format!("landlock-abi-{abi}"));
     }

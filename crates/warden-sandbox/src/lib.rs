@@ -14,6 +14,7 @@ mod bwrap;
 mod cgroup;
 mod from_settings;
 mod helper;
+pub mod history;
 mod landlock;
 mod links;
 mod masking;
@@ -34,6 +35,7 @@ pub use from_settings::{
     profile, proxy_env, request_from_settings, root_identity,
 };
 pub use helper::{Collected, INSIDE_ID, LAYERS, Usage, main as helper_main};
+pub use history::git;
 pub use masking::{MaskDecision, MaskRule, Masking};
 pub use plan::{Limits, Mount, Plan, Profile, Request, RootIdentity};
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};

@@ -36,13 +36,34 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
     )?;
     step("entering the new root", std::env::set_current_dir("/"))?;
 
-    for (index, mount) in plan.mounts.iter().enumerate() {
-        make(mount, plan, trees.get(index).and_then(Option::as_ref))?;
+    let positions = plan.overlay_positions();
+    let at = |index: usize| {
+        positions
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| **p == index)
+    };
+    // Per overlay: whether it stands (else `.git` is read-only).
+    let mut overlaid = vec![false; positions.len()];
+    for index in 0..=plan.mounts.len() {
+        for (k, _) in at(index) {
+            overlaid[k] = git_overlay(plan, k)?;
+        }
+        if let Some(mount) = plan.mounts.get(index) {
+            make(mount, plan, trees.get(index).and_then(Option::as_ref))?;
+        }
     }
     dev_and_proc()?;
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
     // mount inside a read-only one stays writable.
-    for mount in &plan.mounts {
+    for (index, mount) in plan.mounts.iter().enumerate() {
+        for (k, _) in at(index) {
+            let git = &plan.git_overlays[k];
+            step(
+                format_args!("sealing {}", git.display()),
+                sys::seal_tree(git, !overlaid[k], !overlaid[k]),
+            )?;
+        }
         if let Mount::Bind {
             target, writable, ..
         } = mount
@@ -69,6 +90,13 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
                 sys::seal_tree(target, true, false),
             )?;
         }
+    }
+    for (k, _) in at(plan.mounts.len()) {
+        let git = &plan.git_overlays[k];
+        step(
+            format_args!("sealing {}", git.display()),
+            sys::seal_tree(git, !overlaid[k], !overlaid[k]),
+        )?;
     }
     step("detaching the host", sys::umount_detach(Path::new(OLD)))?;
     step("removing the host's mount point", fs::remove_dir(OLD))?;
@@ -144,6 +172,61 @@ fn make(mount: &Mount, plan: &Plan, tree: Option<&OwnedFd>) -> Result<(), String
         }
         Mount::MaskFile { target } => mask(target, plan),
     }
+}
+
+/// Shows the plan's `k`th `.git` through an overlay: its lower layer the directory as the root's
+/// mount shows it (through a descriptor, whatever its name holds), its upper layer the one made
+/// for this command. Where the kernel refuses (overlayfs in a user namespace needs Linux 5.11),
+/// the directory is bound over itself, read-only: history is kept all the same, and git cannot
+/// write. Returns whether the overlay stands.
+fn git_overlay(plan: &Plan, k: usize) -> Result<bool, String> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let git = &plan.git_overlays[k];
+    let Some((upper, work)) = plan.git_layers.get(k) else {
+        return Err(format!(
+            "{}: no layer was made for its history",
+            git.display()
+        ));
+    };
+    let lower = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(git)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (it changed while the sandbox was being built)",
+                git.display()
+            )
+        })?;
+    let layer = |p: &Path| {
+        let text = host(p).display().to_string();
+        (!text.contains([',', ':', '\\'])).then_some(text)
+    };
+    let by_fd = host(Path::new(&format!("/proc/self/fd/{}", lower.as_raw_fd())));
+    let data = layer(upper).zip(layer(work)).map(|(upper, work)| {
+        format!(
+            "lowerdir={},upperdir={upper},workdir={work},userxattr",
+            by_fd.display()
+        )
+    });
+    let mounted = data.is_some_and(|data| {
+        sys::mount(
+            Some(Path::new("overlay")),
+            git,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        )
+        .is_ok()
+    });
+    if !mounted {
+        step(
+            format_args!("keeping {} read-only", git.display()),
+            sys::mount(Some(git), git, None, libc::MS_BIND | libc::MS_REC, None),
+        )?;
+    }
+    Ok(mounted)
 }
 
 /// Puts the idmapped tree of the writable root `source` at `target`; the sized scratch space

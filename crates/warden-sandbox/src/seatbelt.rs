@@ -169,6 +169,8 @@ mod tests {
             mask_ids: Vec::new(),
             run_as: None,
             shown_as_owner: Vec::new(),
+            git_overlays: Vec::new(),
+            git_layers: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),
         }

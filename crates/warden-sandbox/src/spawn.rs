@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::cgroup::Cgroup;
 use crate::helper::Status;
+use crate::history::Layers;
 use crate::placeholder::Placeholders;
 use crate::plan::Plan;
 use crate::sys;
@@ -70,6 +71,10 @@ pub struct Outcome {
     /// The files copied out of sized directories (see [`Request::collect`](crate::Request)).
     pub collected: Vec<crate::helper::Collected>,
     pub usage: crate::helper::Usage,
+    /// What became of the command's changes to git's history where something was kept or left
+    /// out (see [`crate::history`]); empty when all of it was brought back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<String>,
 }
 
 fn lossy<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
@@ -168,7 +173,15 @@ impl Sandbox {
     fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
         let (group, procs) = limits_group(plan)?;
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
-        let json = serde_json::to_string(plan).map_err(|e| SandboxError::Setup(e.to_string()))?;
+        let layers = Layers::make(&plan.git_overlays, plan.run_as).map_err(SandboxError::Setup)?;
+        let json = if plan.git_overlays.is_empty() {
+            serde_json::to_string(plan)
+        } else {
+            let mut sent = plan.clone();
+            sent.git_layers = layers.paths();
+            serde_json::to_string(&sent)
+        }
+        .map_err(|e| SandboxError::Setup(e.to_string()))?;
         let (status_read, status_write) =
             sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
         let (plan_read, plan_write) =
@@ -215,6 +228,7 @@ impl Sandbox {
             started,
             group,
             placeholders,
+            layers,
             listener,
         })
     }
@@ -272,6 +286,8 @@ struct Launched {
     started: Instant,
     group: Cgroup,
     placeholders: Placeholders,
+    /// The layers of its `.git` overlays, brought back once it has ended.
+    layers: Layers,
     /// The proxy bridge's listening socket, until handed to the caller.
     listener: Option<std::net::TcpListener>,
 }
@@ -294,6 +310,8 @@ impl Launched {
         layers.extend(self.group.holds.iter().map(|c| format!("cgroup-{c}")));
         drop(self.group);
         drop(self.placeholders);
+        // The helper reported after its PID 1 was reaped: nothing of the command runs now.
+        let history = self.layers.publish();
         Ok(Outcome {
             exit_code: status.exit_code,
             signal: status.signal,
@@ -305,6 +323,7 @@ impl Launched {
             layers,
             collected: status.collected,
             usage: status.usage,
+            history,
         })
     }
 }
@@ -408,6 +427,10 @@ impl Running {
                 layers: Vec::new(),
                 collected: Vec::new(),
                 usage: crate::helper::Usage::default(),
+                history: vec![
+                    "the command was stopped: what it changed in .git was not brought back"
+                        .to_owned(),
+                ],
             }),
         };
         for thread in self.threads.iter_mut().filter_map(Option::take) {

@@ -130,6 +130,9 @@ impl Tool for Bash {
         if outcome.timed_out {
             result["timedOut"] = json!(true);
         }
+        if !outcome.history.is_empty() {
+            result["history"] = json!(outcome.history);
+        }
         if let Some(warning) = warden_sandbox::host_root_warning(&request) {
             result["warning"] = json!(warning);
         }

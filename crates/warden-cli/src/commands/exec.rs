@@ -124,9 +124,20 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         print_json(&result(args, &workspace, &outcome, &sandbox, network))?;
     }
     report_unmasked(&plan, args, &workspace);
+    report_history(&outcome, args);
     Ok(Exit::Code(
         u8::try_from(outcome.exit_code.clamp(0, 255)).unwrap_or(1),
     ))
+}
+
+/// What was kept or left out of the command's changes to git's history: on standard error
+/// unless the output is JSON (where `sandbox.history` says).
+fn report_history(outcome: &warden_sandbox::Outcome, args: &ExecArgs) {
+    if !args.json {
+        for note in &outcome.history {
+            eprintln!("warden: git history: {note}");
+        }
+    }
 }
 
 /// Secrets the user unmasked that the command could read: in the trace (every read of one is),
@@ -199,6 +210,9 @@ fn result(
     });
     if let Some(network) = network {
         value["network"] = network;
+    }
+    if !outcome.history.is_empty() {
+        value["sandbox"]["history"] = json!(outcome.history);
     }
     value
 }

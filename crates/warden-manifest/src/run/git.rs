@@ -1,12 +1,11 @@
-//! git on the host, hardened: the repository's own configuration may name programs (hooks, a
-//! file-system monitor, filter and diff drivers, credential helpers) that git would run as the
-//! user, outside any sandbox. Every invocation here runs with only the repository's own
-//! configuration (no system or global file), and with every such setting found there overridden
-//! to nothing. Worktrees are made and removed with it.
+//! The runner's repository work on the host, with the sandbox's hardened git
+//! ([`warden_sandbox::git`]): the commit, worktrees made and removed, the patch.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use warden_sandbox::git::{HardenedGit, output, plain as base};
 
 /// A repository the runner works on.
 #[derive(Debug, Clone)]
@@ -15,64 +14,10 @@ pub(crate) struct Repo {
     pub(crate) top: PathBuf,
     /// The common git directory (`.git`, or the main repository's when `top` is a worktree).
     pub(crate) common: PathBuf,
-    /// `-c` overrides that neutralise what the configuration would run.
-    overrides: Vec<String>,
+    /// git with what the configuration would run neutralised.
+    git: HardenedGit,
     /// The settings that were neutralised, by name (`core.fsmonitor`, `filter.lfs.smudge`).
     pub(crate) neutralised: Vec<String>,
-}
-
-/// Settings whose value is a program (or a hook directory) git runs; overridden to nothing.
-const RUNS_CODE: &[&str] = &[
-    "core.fsmonitor",
-    "core.hookspath",
-    "core.sshcommand",
-    "core.askpass",
-    "core.editor",
-    "core.pager",
-    "core.gitproxy",
-    "credential.helper",
-    "diff.external",
-    "gpg.program",
-    "sequence.editor",
-    "uploadpack.packobjectshook",
-];
-
-/// Per-name settings that run programs: `filter.<name>.clean`, `diff.<name>.textconv`, …
-const RUNS_CODE_NAMED: &[(&str, &[&str])] = &[
-    ("filter.", &["clean", "smudge", "process"]),
-    ("diff.", &["textconv", "command"]),
-    ("merge.", &["driver"]),
-    ("credential.", &["helper"]),
-];
-
-fn base(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT")
-        .stdin(std::process::Stdio::null());
-    cmd
-}
-
-/// Runs `cmd`, its stdout when it succeeds, else its stderr as the error.
-fn output(mut cmd: Command, what: &str) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("git {what}: cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "git {what}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
 }
 
 impl Repo {
@@ -102,84 +47,19 @@ impl Repo {
             top.join(common)
         };
         let common = common.canonicalize().unwrap_or(common);
-        let mut list = base(&top);
-        list.args([
-            "-c",
-            "core.fsmonitor=false",
-            "config",
-            "--local",
-            "--includes",
-            "--list",
-            "--name-only",
-            "-z",
-        ]);
-        let names = output(list, "config --list").unwrap_or_default();
-        let mut overrides = vec![
-            "core.hooksPath=/dev/null".to_owned(),
-            "core.fsmonitor=false".to_owned(),
-            "core.pager=cat".to_owned(),
-            "credential.helper=".to_owned(),
-            "diff.external=".to_owned(),
-            "protocol.allow=never".to_owned(),
-        ];
-        let mut neutralised = Vec::new();
-        for name in names.split('\0').filter(|n| !n.is_empty()) {
-            let lower = name.to_ascii_lowercase();
-            let per_name = RUNS_CODE_NAMED.iter().find_map(|(prefix, keys)| {
-                let rest = lower.strip_prefix(prefix)?;
-                let (middle, key) = rest.rsplit_once('.')?;
-                keys.contains(&key)
-                    .then(|| (prefix, middle.to_owned(), key))
-            });
-            if RUNS_CODE.contains(&lower.as_str()) {
-                if !neutralised.contains(&lower) {
-                    neutralised.push(lower.clone());
-                }
-                if !overrides
-                    .iter()
-                    .any(|o| o.to_ascii_lowercase().starts_with(&lower))
-                {
-                    overrides.push(format!("{name}="));
-                }
-            } else if let Some((prefix, middle, _)) = per_name {
-                // Override the section's name exactly as written (subsections are
-                // case-sensitive).
-                let section = &name[..prefix.len() + middle.len()];
-                let keys: &[&str] = match *prefix {
-                    "filter." => &["clean", "smudge", "process"],
-                    "diff." => &["textconv", "command"],
-                    "merge." => &["driver"],
-                    _ => &["helper"],
-                };
-                for key in keys {
-                    let o = format!("{section}.{key}=");
-                    if !overrides.contains(&o) {
-                        overrides.push(o);
-                    }
-                }
-                if *prefix == "filter." {
-                    overrides.push(format!("{section}.required=false"));
-                }
-                if !neutralised.contains(&lower) {
-                    neutralised.push(lower);
-                }
-            }
-        }
+        let git = HardenedGit::for_worktree(&top);
+        let neutralised = git.neutralised.clone();
         Ok(Self {
             top,
             common,
-            overrides,
+            git,
             neutralised,
         })
     }
 
     /// A hardened git command in `dir`.
     pub(crate) fn git(&self, dir: &Path) -> Command {
-        let mut cmd = base(dir);
-        for o in &self.overrides {
-            cmd.arg("-c").arg(o);
-        }
-        cmd
+        self.git.command(dir)
     }
 
     fn run(&self, dir: &Path, args: &[&str]) -> Result<String, String> {

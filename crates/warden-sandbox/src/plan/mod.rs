@@ -186,6 +186,14 @@ pub struct Plan {
     /// to the command, so that tools that check who owns a repository (git) see the command.
     #[serde(default)]
     pub shown_as_owner: Vec<PathBuf>,
+    /// The `.git` directories of writable roots (host path and target alike) shown through an
+    /// overlay whose lower layer is never written: what the command changes there is brought
+    /// back afterwards only as history may grow ([`crate::history`]).
+    #[serde(default)]
+    pub git_overlays: Vec<PathBuf>,
+    /// Per overlay, made when the command starts: the upper and work directories of its layer.
+    #[serde(default)]
+    pub git_layers: Vec<(PathBuf, PathBuf)>,
 }
 
 /// System directories every command may read.
@@ -270,6 +278,20 @@ impl Plan {
             writable: true,
             size_mb: disk,
         });
+        // Each writable root's own `.git` directory: its history is kept by an overlay, and what
+        // is inside needs no mount points of its own to stay where it is.
+        let git_overlays: Vec<PathBuf> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind {
+                    source,
+                    target,
+                    writable: true,
+                } if source == target => Some(target.join(".git")),
+                _ => None,
+            })
+            .filter(|git| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
+            .collect();
         let mut ancestors: Vec<PathBuf> = Vec::new();
         let mut placeholders = Vec::new();
         let denied = request.deny_write.iter().chain(&request.deny_read);
@@ -317,7 +339,8 @@ impl Plan {
             // point of its own, which cannot be renamed or removed (`mv .git x` fails).
             let mut dir = protect.parent();
             while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
-                if !ancestors.iter().any(|a| a == d) {
+                let kept = git_overlays.iter().any(|git| d.starts_with(git));
+                if !kept && !ancestors.iter().any(|a| a == d) {
                     ancestors.push(d.to_path_buf());
                 }
                 dir = d.parent();
@@ -353,6 +376,12 @@ impl Plan {
             }
         }
         let masked = masks::mask(request, &mut mounts, has_workspace, writable)?;
+        // A `.git` that is itself a mount's target (hidden, say) is that mount, not an overlay,
+        // and a mount point of its own all the same.
+        let git_overlays: Vec<PathBuf> = git_overlays
+            .into_iter()
+            .filter(|git| !mounts.iter().any(|m| target(m) == git.as_path()))
+            .collect();
         mounts.sort_by_key(|m| depth(target(m)));
         let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
             crate::masking::mask_source(request.mask.index().and_then(Path::parent))?
@@ -379,6 +408,8 @@ impl Plan {
             mask_source,
             landlock_denied: request.landlock_denied.clone(),
             mask_ids: masked.ids,
+            git_overlays,
+            git_layers: Vec::new(),
             shown_as_owner: has_workspace
                 .then(|| request.workspace.clone())
                 .into_iter()
@@ -389,6 +420,23 @@ impl Plan {
                 RootIdentity::Unprivileged(_) | RootIdentity::Host => None,
             },
         })
+    }
+}
+
+impl Plan {
+    /// Where each of the plan's overlays goes among its mounts (made in depth order): before the
+    /// mount of this index, the first one deeper than it (the number of mounts: after them all).
+    pub(crate) fn overlay_positions(&self) -> Vec<usize> {
+        self.git_overlays
+            .iter()
+            .map(|git| {
+                let own = depth(git);
+                self.mounts
+                    .iter()
+                    .position(|m| depth(target(m)) > own)
+                    .unwrap_or(self.mounts.len())
+            })
+            .collect()
     }
 }
 

@@ -352,6 +352,26 @@ pub(crate) fn poll_readable(fd: libc::c_int, timeout_ms: Option<u64>) -> io::Res
     }
 }
 
+/// Whether the directory `path` (not followed if a link) is marked opaque by an overlay mounted
+/// with `userxattr`: made anew in its layer, nothing below it shows through.
+pub(crate) fn overlay_opaque(path: &Path) -> bool {
+    let Ok(path) = cstr(path.as_os_str()) else {
+        return false;
+    };
+    let mut value = [0u8; 4];
+    // SAFETY: NUL-terminated strings and a buffer whose size is passed with it, all outliving
+    // the call.
+    let len = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            c"user.overlay.opaque".as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    len == 1 && value[0] == b'y'
+}
+
 /// Whether the read end of the pipe whose write end is `fd` is closed (its reader is gone).
 pub(crate) fn reader_gone(fd: libc::c_int) -> bool {
     let mut pfd = libc::pollfd {

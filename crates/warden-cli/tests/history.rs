@@ -1,0 +1,280 @@
+//! A repository's history cannot be destroyed from inside the sandbox, and the agent can still
+//! commit. Each attack first destroys history in a copy of the repository without the sandbox,
+//! then leaves it whole through `warden exec`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{Project, Run, sandbox_available};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=a", "-c", "user.email=a@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Whether `dir`'s repository still has `id` and its history is sound.
+fn holds(dir: &Path, id: &str) -> bool {
+    let ok = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    ok(&["cat-file", "-e", &format!("{id}^{{commit}}")])
+        && ok(&["rev-parse", "--verify", "refs/heads/main"])
+        && ok(&["fsck", "--no-dangling"])
+}
+
+/// A project whose repository has two commits on `main`, the first packed, the second loose.
+fn repository() -> (Project, String, String) {
+    let p = Project::new();
+    std::fs::remove_dir_all(p.root().join(".git")).unwrap();
+    git(&p.root(), &["init", "-q", "-b", "main"]);
+    p.write("a.txt", "a\n");
+    git(&p.root(), &["add", "."]);
+    git(&p.root(), &["commit", "-qm", "first"]);
+    git(&p.root(), &["gc", "-q"]);
+    p.write("b.txt", "b\n");
+    git(&p.root(), &["add", "."]);
+    git(&p.root(), &["commit", "-qm", "second"]);
+    let first = git(&p.root(), &["rev-parse", "HEAD~1"]);
+    let second = git(&p.root(), &["rev-parse", "HEAD"]);
+    (p, first, second)
+}
+
+fn exec(p: &Project, script: &str) -> Run {
+    p.run(&["exec", "--json", "--", "sh", "-c", script])
+}
+
+/// Runs `script` without the sandbox in a copy of the project's repository.
+fn unsandboxed(p: &Project, script: &str) -> std::path::PathBuf {
+    let copy = p
+        .tmp()
+        .join(format!("copy-{}", p.tmp().read_dir().unwrap().count()));
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(p.root())
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let ran = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&copy)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(ran.status.code().is_some());
+    copy
+}
+
+#[test]
+fn a_command_cannot_destroy_the_history_it_started_with() {
+    let (p, first, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A configuration that expires every reflog and prunes at once, where the command sees it.
+    let hostile = p.root().join("hostile.gitconfig");
+    std::fs::write(
+        &hostile,
+        "[gc]\n\treflogExpire = now\n\treflogExpireUnreachable = now\n\tpruneExpire = now\n",
+    )
+    .unwrap();
+    let hostile = hostile.display().to_string();
+    let attacks = [
+        "rm -rf .git".to_owned(),
+        "rm -rf .git/objects".to_owned(),
+        "rm -rf .git/* .git/.[!.]*".to_owned(),
+        "chmod -R u+w .git/objects && for p in .git/objects/pack/*.pack; do : > $p; done"
+            .to_owned(),
+        format!(
+            "git update-ref -d refs/heads/main; git checkout -q --orphan other; \
+             GIT_CONFIG_GLOBAL={hostile} git reflog expire --all; \
+             GIT_CONFIG_GLOBAL={hostile} git gc -q --prune=now"
+        ),
+        format!(
+            "git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x && \
+             git reset -q --hard HEAD~2 && GIT_CONFIG_GLOBAL={hostile} git reflog expire --all && \
+             GIT_CONFIG_GLOBAL={hostile} git gc -q --prune=now"
+        ),
+    ];
+    for attack in &attacks {
+        // Each from the same place: what an attack left checked out (an orphan branch) is
+        // the command's to leave, and not history.
+        git(&p.root(), &["checkout", "-qf", "main"]);
+        let copy = unsandboxed(&p, attack);
+        assert!(
+            !holds(&copy, &first) || !holds(&copy, &second),
+            "the probe must destroy history unsandboxed: {attack}"
+        );
+        let run = exec(&p, attack);
+        assert!(
+            holds(&p.root(), &first) && holds(&p.root(), &second),
+            "{attack}: {}",
+            run.stdout
+        );
+        assert_eq!(
+            git(&p.root(), &["rev-parse", "refs/heads/main"]).len(),
+            40,
+            "{attack}"
+        );
+    }
+    // Nothing left behind in the repository by what was not taken (a truncated pack).
+    for dir in [".git/objects", ".git/objects/pack"] {
+        for entry in std::fs::read_dir(p.root().join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with("tmp_") && !name.starts_with("incoming-"),
+                "{dir}/{name}"
+            );
+        }
+    }
+    // The branch the last attack moved back by two commits was moved, its old value kept.
+    let kept = git(
+        &p.root(),
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "refs/warden/kept/",
+        ],
+    );
+    assert!(!kept.is_empty());
+    assert!(holds(&p.root(), &second));
+}
+
+#[test]
+fn the_agents_commits_land_without_running_a_hook_on_the_host() {
+    let (p, _, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A hook that git runs on every ref change, writing outside the workspace.
+    let marker = p.tmp().join("hook-ran");
+    let hook = p.root().join(".git/hooks/reference-transaction");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\n{{ echo ran >> {}; }} 2>/dev/null\nexit 0\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    git(&p.root(), &["update-ref", "refs/heads/probe", &second]);
+    assert!(marker.exists(), "the hook must run outside");
+    std::fs::remove_file(&marker).unwrap();
+    git(&p.root(), &["update-ref", "-d", "refs/heads/probe"]);
+    std::fs::remove_file(&marker).unwrap();
+
+    // Staged in one command, committed in the next, on a new branch.
+    let run = exec(&p, "echo c > c.txt && git add c.txt");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(git(&p.root(), &["status", "--porcelain"]), "A  c.txt");
+    let run = exec(
+        &p,
+        "git checkout -q -b feature && \
+         git -c user.name=a -c user.email=a@example.com commit -q -m third && \
+         git -c user.name=a -c user.email=a@example.com commit -q --amend -m third-amended && \
+         git stash list && git log --format=%s",
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(
+        git(&p.root(), &["symbolic-ref", "HEAD"]),
+        "refs/heads/feature"
+    );
+    assert_eq!(
+        git(&p.root(), &["log", "--format=%s", "feature"]),
+        "third-amended\nsecond\nfirst"
+    );
+    assert_eq!(git(&p.root(), &["rev-parse", "main"]), second);
+    assert!(holds(&p.root(), &second));
+    assert!(!marker.exists(), "a hook ran on the host");
+    // git's record of the commit is there too.
+    assert!(git(&p.root(), &["reflog", "feature"]).contains("third-amended"));
+}
+
+#[test]
+fn what_a_command_forges_in_git_does_not_come_back() {
+    let (p, first, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let blob = git(&p.root(), &["rev-parse", "HEAD:a.txt"]);
+    // A loose object whose name is not its content's hash, a ref to it, a ref to the existing
+    // history's blob dressed as a commit, an alternate object store, a hook and a config change.
+    let fake = "0123456789abcdef0123456789abcdef01234567";
+    let script = format!(
+        "mkdir -p .git/objects/01 && cp .git/objects/$(git rev-parse HEAD | cut -c1-2)/$(git rev-parse HEAD | cut -c3-) .git/objects/01/{rest}; \
+         echo {fake} > .git/refs/heads/forged; \
+         echo {blob} > .git/refs/heads/blob-branch; \
+         echo /etc > .git/objects/info/alternates; \
+         echo 'ref: ../../config' > .git/HEAD.new; \
+         echo '#!/bin/sh' > .git/hooks/post-checkout; \
+         git config core.fsmonitor 'touch /tmp/pwned'; true",
+        rest = &fake[2..]
+    );
+    let run = exec(&p, &script);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let refs = git(&p.root(), &["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains("forged"), "{refs}");
+    assert!(!p.root().join(".git/objects/info/alternates").exists());
+    assert!(!p.root().join(".git/HEAD.new").exists());
+    assert!(!p.root().join(".git/hooks/post-checkout").exists());
+    assert!(
+        !std::fs::read_to_string(p.root().join(".git/config"))
+            .unwrap()
+            .contains("fsmonitor")
+    );
+    assert!(holds(&p.root(), &first) && holds(&p.root(), &second));
+    let notes = run.json()["sandbox"]["history"].to_string();
+    assert!(notes.contains("forged"), "{}", run.stdout);
+}
+
+#[test]
+fn where_no_overlay_can_be_made_git_is_read_only_and_history_kept() {
+    let (p, first, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A temporary directory whose name overlayfs cannot take in its options.
+    let tmp = p.tmp().join("a,b");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = p.command();
+    cmd.env("TMPDIR", &tmp).args([
+        "exec",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "rm -rf .git/objects; git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x",
+    ]);
+    let run = crate::support::finish(&cmd.output().unwrap());
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Read-only file system"),
+        "{}",
+        run.stdout
+    );
+    assert!(holds(&p.root(), &first) && holds(&p.root(), &second));
+    assert_eq!(git(&p.root(), &["rev-parse", "HEAD"]), second);
+}

@@ -1,0 +1,673 @@
+//! What a command's layer brings back to its repository, once nothing of the command runs.
+//! The layer is the command's work and read as such: links are never followed, a file past
+//! [`MAX_FILE`] is left out, a name that is not what git itself would write is left out, and
+//! every object is hashed again by git before the repository has it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::git::{HardenedGit, output};
+
+/// The largest loose object, index or state file brought back.
+const MAX_FILE: u64 = 1 << 30;
+
+/// Files of git's state of an operation in progress, brought back as they are (a removed one
+/// removed).
+const STATE_FILES: &[&str] = &[
+    "ORIG_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_AUTOSTASH",
+    "COMMIT_EDITMSG",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "SQUASH_MSG",
+    "AUTO_MERGE",
+    "FETCH_HEAD",
+];
+
+/// Directories of a rebase or a sequence of picks in progress.
+const STATE_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
+
+/// How deep submodules' repositories (in `modules/`) are followed.
+const MAX_DEPTH: usize = 8;
+
+/// Brings back what the layer `upper` may add to the repository whose git directory is
+/// `git_dir`; says what was kept or left out.
+pub(crate) fn publish(upper: &Path, git_dir: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    repository(upper, git_dir, 0, &mut notes);
+    notes
+}
+
+fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String>) {
+    if std::fs::read_dir(upper).map_or(true, |mut d| d.next().is_none()) {
+        return;
+    }
+    let git = HardenedGit::for_git_dir(git_dir);
+    objects(&git, git_dir, &upper.join("objects"), notes);
+    // The reflogs as they were, before the refs' updates below add lines of their own: the
+    // command's lines take their place.
+    let mut logs = Vec::new();
+    reflogs(
+        &upper.join("logs"),
+        &git_dir.join("logs"),
+        Path::new(""),
+        &mut logs,
+    );
+    refs(&git, git_dir, upper, notes);
+    head(&git, git_dir, upper, notes);
+    for (target, before, theirs) in logs {
+        extend_log(&target, &before, &theirs, notes);
+    }
+    if let Kind::File = kind(&upper.join("index")) {
+        copy_into(&upper.join("index"), &git_dir.join("index"), notes);
+    }
+    for name in STATE_FILES {
+        apply(&upper.join(name), &git_dir.join(name), notes);
+    }
+    for name in STATE_DIRS {
+        apply(&upper.join(name), &git_dir.join(name), notes);
+    }
+    if depth < MAX_DEPTH {
+        modules(
+            &upper.join("modules"),
+            &git_dir.join("modules"),
+            depth,
+            notes,
+        );
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Missing,
+    File,
+    Dir,
+    /// The overlay's mark of a removed name.
+    Whiteout,
+    Other,
+}
+
+fn kind(path: &Path) -> Kind {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Kind::Missing,
+        Ok(m) if m.is_dir() => Kind::Dir,
+        Ok(m) if m.is_file() && m.len() <= MAX_FILE => Kind::File,
+        Ok(m) if m.file_type().is_char_device() && m.rdev() == 0 => Kind::Whiteout,
+        Ok(_) => Kind::Other,
+    }
+}
+
+/// The entries of `dir` (names that are UTF-8 only), sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Reads a regular file, never through a link.
+fn read(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if kind(path) != Kind::File {
+        return None;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+fn is_hex_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64)
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// A ref name as git writes them, conservatively: under `refs/`, plain components.
+fn is_ref_name(name: &str) -> bool {
+    name.len() <= 1024
+        && name.starts_with("refs/")
+        && !name.contains("@{")
+        && name.split('/').all(|c| {
+            !c.is_empty()
+                && !c.starts_with('.')
+                && !c.ends_with('.')
+                && !std::path::Path::new(c)
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("lock"))
+                && !c.contains("..")
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.+@".contains(&b))
+        })
+}
+
+/// `lines` as `git update-ref --stdin` reads them.
+fn lines(lines: &[String]) -> Vec<u8> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Runs `cmd` with `input` on its standard input (written by a thread of its own, so that a
+/// long answer cannot block a long question).
+fn with_input(cmd: Command, input: Vec<u8>, what: &str) -> Result<String, String> {
+    with_input_to(cmd, input, what, Stdio::piped())
+}
+
+/// As [`with_input`], its standard output going to `stdout`.
+fn with_input_to(
+    mut cmd: Command,
+    input: Vec<u8>,
+    what: &str,
+    stdout: Stdio,
+) -> Result<String, String> {
+    cmd.stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("git {what}: cannot run git: {e}"))?;
+    let stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(&input);
+        }
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("git {what}: {e}"))?;
+    let _ = writer.join();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "git {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// New packs and loose objects, through a directory of warden's in the repository's `objects`
+/// (git looks only at its own names there), removed afterwards whatever happened. A pack is
+/// indexed by git anew, which hashes every object in it as if it came from elsewhere; loose
+/// objects are copied there and packed by git, which packs what a file holds whatever its name
+/// claims, then indexed the same way. Only a pack git indexed goes in, under the name git gave.
+fn objects(git: &HardenedGit, git_dir: &Path, dir: &Path, notes: &mut Vec<String>) {
+    if kind(dir) != Kind::Dir {
+        return;
+    }
+    let incoming = git_dir.join("objects").join(format!(
+        "incoming-warden-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    if let Err(e) = std::fs::create_dir(&incoming) {
+        notes.push(format!(
+            "the command's objects were not taken: {}: {e}",
+            incoming.display()
+        ));
+        return;
+    }
+    let packs = dir.join("pack");
+    // A pack's name is its checksum: one the repository holds by that name is its own (the
+    // layer's is a copy of it, changed or not).
+    let own = git_dir.join("objects/pack");
+    for (n, name) in entries(&packs)
+        .iter()
+        .filter(|n| {
+            Path::new(n).extension().is_some_and(|e| e == "pack")
+                && kind(&own.join(n)) == Kind::Missing
+        })
+        .enumerate()
+    {
+        let copy = incoming.join(format!("in-{n}.pack"));
+        let taken = read(&packs.join(name))
+            .ok_or_else(|| "unreadable".to_owned())
+            .and_then(|bytes| std::fs::write(&copy, bytes).map_err(|e| e.to_string()))
+            .and_then(|()| take_pack(git, git_dir, &copy));
+        if let Err(e) = taken {
+            notes.push(format!("a pack the command wrote was not taken: {e}"));
+        }
+    }
+    let loose = incoming.join("loose");
+    let mut ids = String::new();
+    for fan in entries(dir) {
+        if fan.len() != 2
+            || !fan
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            continue;
+        }
+        for rest in entries(&dir.join(&fan)) {
+            let id = format!("{fan}{rest}");
+            let Some(bytes) = is_hex_id(&id)
+                .then(|| read(&dir.join(&fan).join(&rest)))
+                .flatten()
+            else {
+                continue;
+            };
+            let into = loose.join(&fan);
+            if std::fs::create_dir_all(&into)
+                .and_then(|()| std::fs::write(into.join(&rest), bytes))
+                .is_ok()
+            {
+                ids.push_str(&id);
+                ids.push('\n');
+            }
+        }
+    }
+    if !ids.is_empty() {
+        let packed = incoming.join("loose.pack");
+        let taken = pack_loose(git, git_dir, &loose, ids, &packed)
+            .and_then(|()| take_pack(git, git_dir, &packed));
+        if let Err(e) = taken {
+            notes.push(format!("objects the command wrote were not taken: {e}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&incoming);
+}
+
+/// Indexes the pack at `pack` (in the incoming directory) and moves it into the repository
+/// under the name git gives it: the pack first, then its index (git finds packs by their index).
+fn take_pack(git: &HardenedGit, git_dir: &Path, pack: &Path) -> Result<(), String> {
+    let idx = pack.with_extension("idx");
+    let mut index = git.command(git_dir);
+    index.arg("index-pack").arg("-o").arg(&idx).arg(pack);
+    let printed = output(index, "index-pack")?;
+    let hash = printed
+        .split_whitespace()
+        .rev()
+        .find(|w| is_hex_id(w))
+        .ok_or_else(|| format!("git index-pack named no pack: {printed}"))?;
+    let into = git_dir.join("objects/pack");
+    let named = |ext: &str| into.join(format!("pack-{hash}.{ext}"));
+    if kind(&named("idx")) != Kind::Missing {
+        return Ok(());
+    }
+    std::fs::rename(pack, named("pack"))
+        .and_then(|()| std::fs::rename(&idx, named("idx")))
+        .map_err(|e| format!("moving pack-{hash} in: {e}"))
+}
+
+/// Packs the objects `ids` names from the loose objects in `loose` (and the repository's own),
+/// into the file `into`.
+fn pack_loose(
+    git: &HardenedGit,
+    git_dir: &Path,
+    loose: &Path,
+    ids: String,
+    into: &Path,
+) -> Result<(), String> {
+    let file = std::fs::File::create(into).map_err(|e| format!("{}: {e}", into.display()))?;
+    let mut pack = git.command(git_dir);
+    pack.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", loose)
+        .args(["pack-objects", "--stdout", "-q"]);
+    with_input_to(pack, ids.into_bytes(), "pack-objects", Stdio::from(file)).map(|_| ())
+}
+
+/// The refs the layer holds (its `packed-refs`, then its loose refs over them): new ones made,
+/// forward moves made, other moves made with the old value kept under `refs/warden/kept/`.
+/// Removed refs stay.
+fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+    let mut wanted: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(bytes) = read(&upper.join("packed-refs")) {
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if let Some((id, name)) = line.split_once(' ')
+                && !line.starts_with(['#', '^'])
+            {
+                wanted.insert(name.to_owned(), id.to_owned());
+            }
+        }
+    }
+    loose_refs(&upper.join("refs"), "refs", &mut wanted, 0);
+    wanted
+        .retain(|name, id| is_ref_name(name) && !name.starts_with("refs/warden/") && is_hex_id(id));
+    if wanted.is_empty() {
+        return;
+    }
+    let mut list = git.command(git_dir);
+    list.args(["for-each-ref", "--format=%(objectname) %(refname)"]);
+    let current: BTreeMap<String, String> = output(list, "for-each-ref")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, name)| (name.to_owned(), id.to_owned()))
+        .collect();
+    let present = present(git, git_dir, wanted.values());
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // One transaction a ref, so that one git refuses (a branch at a blob) leaves the others.
+    for (name, new) in &wanted {
+        let old = current.get(name);
+        if old == Some(new) {
+            continue;
+        }
+        if !present.contains(new) {
+            notes.push(format!(
+                "{name} was left as it was: {new} is not in the repository"
+            ));
+            continue;
+        }
+        let mut transaction: Vec<String> = Vec::new();
+        let mut kept = None;
+        match old {
+            None => transaction.push(format!("create {name} {new}")),
+            Some(old) => {
+                if !is_ancestor(git, git_dir, old, new) {
+                    let at = format!("refs/warden/kept/{stamp}/{name}");
+                    transaction.push(format!("create {at} {old}"));
+                    kept = Some((old, at));
+                }
+                transaction.push(format!("update {name} {new} {old}"));
+            }
+        }
+        let mut update = git.command(git_dir);
+        update.args(["update-ref", "--stdin"]);
+        match with_input(update, lines(&transaction), "update-ref") {
+            Err(e) => notes.push(format!("{name} was left as it was: {e}")),
+            Ok(_) => {
+                if let Some((old, at)) = kept {
+                    notes.push(format!(
+                        "{name} moved from {old} to {new}, not forward: its old value is kept as {at}"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn loose_refs(dir: &Path, prefix: &str, wanted: &mut BTreeMap<String, String>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    for name in entries(dir) {
+        let path = dir.join(&name);
+        let full = format!("{prefix}/{name}");
+        match kind(&path) {
+            Kind::Dir => loose_refs(&path, &full, wanted, depth + 1),
+            Kind::File => {
+                if let Some(bytes) = read(&path) {
+                    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+                    wanted.insert(full, text);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Which of `ids` the repository has.
+fn present<'a>(
+    git: &HardenedGit,
+    git_dir: &Path,
+    ids: impl Iterator<Item = &'a String>,
+) -> BTreeSet<String> {
+    let ids: Vec<&String> = ids.collect();
+    let mut input = String::new();
+    for id in &ids {
+        input.push_str(id);
+        input.push('\n');
+    }
+    let mut check = git.command(git_dir);
+    check.args(["cat-file", "--batch-check=%(objectname)"]);
+    with_input(check, input.into_bytes(), "cat-file")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| is_hex_id(l))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn is_ancestor(git: &HardenedGit, git_dir: &Path, old: &str, new: &str) -> bool {
+    let mut cmd = git.command(git_dir);
+    cmd.args(["merge-base", "--is-ancestor", old, new])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd.status().is_ok_and(|s| s.success())
+}
+
+/// `HEAD`: to a branch, or detached at an object the repository has (a detached value left
+/// behind, unless the new one is ahead of it, kept as the refs are).
+fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+    let Some(bytes) = read(&upper.join("HEAD")) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    let mut symbolic = git.command(git_dir);
+    symbolic.args(["symbolic-ref", "-q", "HEAD"]);
+    let branch = output(symbolic, "symbolic-ref")
+        .ok()
+        .map(|b| b.trim().to_owned());
+    if let Some(target) = text.strip_prefix("ref: ") {
+        if !is_ref_name(target) || !target.starts_with("refs/heads/") {
+            notes.push(format!(
+                "HEAD was left as it was: {target:?} is not a branch"
+            ));
+            return;
+        }
+        if branch.as_deref() != Some(target) {
+            let mut cmd = git.command(git_dir);
+            cmd.args(["symbolic-ref", "HEAD", target]);
+            if let Err(e) = output(cmd, "symbolic-ref") {
+                notes.push(format!("HEAD was left as it was: {e}"));
+            }
+        }
+        return;
+    }
+    if !is_hex_id(&text) {
+        return;
+    }
+    let mut current = git.command(git_dir);
+    current.args(["rev-parse", "-q", "--verify", "HEAD"]);
+    let old = output(current, "rev-parse")
+        .ok()
+        .map(|o| o.trim().to_owned());
+    if branch.is_none() && old.as_deref() == Some(text.as_str()) {
+        return;
+    }
+    if !present(git, git_dir, std::iter::once(&text)).contains(&text) {
+        notes.push(format!(
+            "HEAD was left as it was: {text} is not in the repository"
+        ));
+        return;
+    }
+    let mut transaction: Vec<String> = Vec::new();
+    if branch.is_none()
+        && let Some(old) = old.filter(|old| !is_ancestor(git, git_dir, old, &text))
+    {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let kept = format!("refs/warden/kept/{stamp}/HEAD");
+        transaction.push(format!("create {kept} {old}"));
+        notes.push(format!(
+            "the detached HEAD left {old}: it is kept as {kept}"
+        ));
+    }
+    transaction.push("option no-deref".to_owned());
+    transaction.push(format!("update HEAD {text}"));
+    let mut update = git.command(git_dir);
+    update.args(["update-ref", "--stdin"]);
+    if let Err(e) = with_input(update, lines(&transaction), "update-ref") {
+        notes.push(format!("HEAD was left as it was: {e}"));
+    }
+}
+
+/// Writes `from`'s bytes to `to` whole (a new file renamed over it).
+fn copy_into(from: &Path, to: &Path, notes: &mut Vec<String>) {
+    let Some(bytes) = read(from) else { return };
+    let temporary = to.with_file_name(format!(
+        ".{}.warden-{}",
+        to.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let written = std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, to));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        notes.push(format!("{} was not brought back: {e}", to.display()));
+    }
+}
+
+/// Applies the layer's `from` (a file, a removal, or a directory of them) to `to`.
+fn apply(from: &Path, to: &Path, notes: &mut Vec<String>) {
+    match kind(from) {
+        Kind::File => copy_into(from, to, notes),
+        Kind::Whiteout => match kind(to) {
+            Kind::Dir => {
+                let _ = std::fs::remove_dir_all(to);
+            }
+            Kind::Missing => {}
+            _ => {
+                let _ = std::fs::remove_file(to);
+            }
+        },
+        Kind::Dir => {
+            if crate::sys::overlay_opaque(from) {
+                // Made anew in the layer: nothing of the old one shows through.
+                let _ = std::fs::remove_dir_all(to);
+            }
+            if !matches!(kind(to), Kind::Dir) {
+                let _ = std::fs::remove_file(to);
+                if std::fs::create_dir_all(to).is_err() {
+                    return;
+                }
+            }
+            for name in entries(from) {
+                apply(&from.join(&name), &to.join(&name), notes);
+            }
+        }
+        Kind::Missing | Kind::Other => {}
+    }
+}
+
+/// A reflog of the layer, where it goes, what it held before, and what the layer's holds.
+type Log = (PathBuf, Vec<u8>, Vec<u8>);
+
+/// Reflogs: the layer's ones that start with all the real one held (lines added) or that are
+/// new, with the real one as it is now. None is ever shortened or removed.
+fn reflogs(dir: &Path, to: &Path, rel: &Path, logs: &mut Vec<Log>) {
+    if rel.components().count() > 32 {
+        return;
+    }
+    for name in entries(dir) {
+        let path = dir.join(&name);
+        let rel = rel.join(&name);
+        let first = rel.components().next().and_then(|c| c.as_os_str().to_str());
+        if !matches!(first, Some("HEAD" | "refs")) {
+            continue;
+        }
+        match kind(&path) {
+            Kind::Dir => reflogs(&path, to, &rel, logs),
+            Kind::File => {
+                let Some(theirs) = read(&path) else { continue };
+                let target = to.join(&rel);
+                let before = read(&target).unwrap_or_default();
+                if theirs.len() > before.len() && theirs.starts_with(&before) {
+                    logs.push((target, before, theirs));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Makes the reflog at `target` the layer's (`theirs`), if it still starts with what it held
+/// before (`before`) — lines git added since, for the refs brought back, are the command's own
+/// again.
+fn extend_log(target: &Path, before: &[u8], theirs: &[u8], notes: &mut Vec<String>) {
+    let now = read(target).unwrap_or_default();
+    if !now.starts_with(before) {
+        return;
+    }
+    let written = target
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            let temporary = target.with_extension("warden-log");
+            std::fs::write(&temporary, theirs).and_then(|()| std::fs::rename(&temporary, target))
+        });
+    if let Err(e) = written {
+        notes.push(format!("{}: {e}", target.display()));
+    }
+}
+
+/// Submodules' repositories under `modules/`, each brought back the same way.
+fn modules(dir: &Path, to: &Path, depth: usize, notes: &mut Vec<String>) {
+    let mut stack: Vec<PathBuf> = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        if rel.components().count() > 16 {
+            continue;
+        }
+        for name in entries(&dir.join(&rel)) {
+            let rel = rel.join(&name);
+            if kind(&dir.join(&rel)) != Kind::Dir {
+                continue;
+            }
+            if kind(&to.join(&rel).join("HEAD")) == Kind::File {
+                repository(&dir.join(&rel), &to.join(&rel), depth + 1, notes);
+            } else {
+                stack.push(rel);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ref_names_are_plain_ones_under_refs() {
+        for good in [
+            "refs/heads/main",
+            "refs/tags/v1.0",
+            "refs/heads/feature/x-y_z",
+            "refs/stash",
+        ] {
+            assert!(is_ref_name(good), "{good}");
+        }
+        for bad in [
+            "HEAD",
+            "refs/heads/../config",
+            "refs/heads/.hidden",
+            "refs/heads/x.lock",
+            "refs/heads/a b",
+            "refs/heads/x@{1}",
+            "refs//x",
+            "refs/heads/",
+            "config",
+        ] {
+            assert!(!is_ref_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_are_lowercase_hex_of_either_hash() {
+        assert!(is_hex_id(&"a".repeat(40)));
+        assert!(is_hex_id(&"0".repeat(64)));
+        assert!(!is_hex_id(&"A".repeat(40)));
+        assert!(!is_hex_id(&"a".repeat(39)));
+        assert!(!is_hex_id("ref: refs/heads/main"));
+    }
+}
