@@ -123,6 +123,20 @@ fn as_root_a_root_only_file_is_unreadable_and_what_the_command_writes_is_the_use
         "{}",
         run.stdout
     );
+    // An id an account or a group has is refused.
+    let taken = settings(&p, "taken.toml", "[sandbox]\nunprivileged_id = 1\n");
+    let run = exec(&p, &["--settings", &taken], "true");
+    assert_eq!(run.code, 126, "{}", run.stderr);
+    assert!(run.stderr.contains("unprivileged_id = 1"), "{}", run.stderr);
+    // A read-only mount of a system directory is shown as it is: root's files stay root's.
+    let opt = format!("/opt:{}/hostopt:ro", p.root().display());
+    let name = secret.0.file_name().unwrap().to_string_lossy().into_owned();
+    let read = format!("cat hostopt/{name}");
+    let run = exec(&p, &["--settings", &host, "--mount", &opt], &read);
+    assert!(run.stdout.contains("ROOT-ONLY-PROBE"), "{}", run.stdout);
+    let run = exec(&p, &["--mount", &opt], &read);
+    assert!(!run.stdout.contains("ROOT-ONLY-PROBE"), "{}", run.stdout);
+    assert!(run.stdout.contains("Permission denied"), "{}", run.stdout);
     p.trust();
     p.write(
         ".warden/settings.toml",

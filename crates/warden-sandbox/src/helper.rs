@@ -227,7 +227,10 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
             } if (*writable || plan.shown_as_owner.contains(target))
                 && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir)) =>
             {
-                Some(sys::idmapped_tree(source, &shown).map_err(|e| refused_root(source, id, &e))?)
+                Some(
+                    tree_of(plan, source, target, &shown)
+                        .map_err(|e| refused_root(source, id, &e))?,
+                )
             }
             _ => None,
         };
@@ -242,6 +245,25 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
     sys::enter_user_namespace(&own)
         .map_err(|e| format!("entering the user namespace of the unprivileged id {id}: {e}"))?;
     Ok(trees)
+}
+
+/// The idmapped tree of the bind of `source` at `target`. Below a writable root, the source is
+/// reached from the root without a link (the command may have put one there since the plan).
+fn tree_of(plan: &Plan, source: &Path, target: &Path, shown: &OwnedFd) -> std::io::Result<OwnedFd> {
+    let at = match plan.writable_root_above(target) {
+        Some((_, root)) if source.starts_with(root) => {
+            let top = sys::open_path(root)?;
+            sys::open_beneath(
+                &top,
+                source.strip_prefix(root).unwrap_or(source),
+                sys::Make::Nothing,
+            )?
+        }
+        _ => sys::open_path(source)?,
+    };
+    let tree = sys::clone_tree(&at)?;
+    sys::idmap(&tree, shown)?;
+    Ok(tree)
 }
 
 fn refused_root(root: &Path, id: u32, err: &std::io::Error) -> String {

@@ -874,6 +874,15 @@ impl Prepared {
             sized: setup.sized.clone(),
             mask: options.mask.clone(),
             root_identity: options.root_identity,
+            // The checkouts, scratch space and git directory are the user's; host paths are not.
+            owned_mounts: setup
+                .mounts
+                .iter()
+                .filter(|mt| {
+                    ["repo", "workspace", "run-scratch", "cache", "git"].contains(&mt.3.as_str())
+                })
+                .map(|mt| mt.1.clone())
+                .collect(),
             ..Request::default()
         };
         if self.egress.is_some() {

@@ -113,6 +113,11 @@ pub struct Request {
     /// Who the command is on the host when warden runs as root.
     #[serde(default)]
     pub root_identity: RootIdentity,
+    /// Targets of `mounts` that hold the user's own files handed to the command (a checkout and
+    /// its git directory): shown as the command's own when warden runs as root, read-only ones
+    /// too. Other read-only mounts are shown as they are, like `allow_read`.
+    #[serde(default)]
+    pub owned_mounts: Vec<PathBuf>,
 }
 
 /// How one mount is made.
@@ -182,8 +187,9 @@ pub struct Plan {
     #[serde(default)]
     pub run_as: Option<u32>,
     /// Read-only binds (targets) shown through the idmapped mount as the writable ones are when
-    /// warden runs as root: the workspace and the caller's mounts, whose files the user handed
-    /// to the command, so that tools that check who owns a repository (git) see the command.
+    /// warden runs as root: the workspace and [`Request::owned_mounts`], whose files the user
+    /// handed to the command, so that tools that check who owns a repository (git) see the
+    /// command.
     #[serde(default)]
     pub shown_as_owner: Vec<PathBuf>,
     /// The `.git` directories of writable roots (host path and target alike) shown through an
@@ -299,6 +305,17 @@ impl Plan {
             let Some((root, source)) = writable_bind(path, &mounts) else {
                 continue;
             };
+            // A link on the way from the root would lead the mounts (and the placeholders made
+            // on the host) wherever it points.
+            if let Some(link) = link_below(&root, path) {
+                return Err(format!(
+                    "{} is protected but {} on the way to it is a symbolic link, which would \
+                     take the protection elsewhere; replace it with what it points to, or remove \
+                     it",
+                    path.display(),
+                    link.display()
+                ));
+            }
             let present = fs::symlink_metadata(path);
             if present.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
                 // A mount would land on the link's target, and the link itself could be
@@ -383,6 +400,16 @@ impl Plan {
             .filter(|git| !mounts.iter().any(|m| target(m) == git.as_path()))
             .collect();
         mounts.sort_by_key(|m| depth(target(m)));
+        let run_as = match request.root_identity {
+            RootIdentity::Unprivileged(id) if crate::sys::effective_uid() == 0 => Some(id),
+            RootIdentity::Unprivileged(_) | RootIdentity::Host => None,
+        };
+        if let Some((id, name)) = run_as.and_then(|id| named_id(id).map(|name| (id, name))) {
+            return Err(format!(
+                "[sandbox] unprivileged_id = {id} is {name} on this host: commands would act \
+                 as it; choose an id no account or group has"
+            ));
+        }
         let mask_source = if mounts.iter().any(|m| matches!(m, Mount::MaskFile { .. })) {
             crate::masking::mask_source(request.mask.index().and_then(Path::parent))?
         } else {
@@ -413,17 +440,32 @@ impl Plan {
             shown_as_owner: has_workspace
                 .then(|| request.workspace.clone())
                 .into_iter()
-                .chain(request.mounts.iter().map(|(_, target, _)| target.clone()))
+                .chain(request.owned_mounts.iter().cloned())
                 .collect(),
-            run_as: match request.root_identity {
-                RootIdentity::Unprivileged(id) if crate::sys::effective_uid() == 0 => Some(id),
-                RootIdentity::Unprivileged(_) | RootIdentity::Host => None,
-            },
+            run_as,
         })
     }
 }
 
 impl Plan {
+    /// The outermost writable bind whose target holds `path` below it (not `path` itself): its
+    /// target and source. What is below it is the command's to change.
+    pub(crate) fn writable_root_above(&self, path: &Path) -> Option<(&Path, &Path)> {
+        self.mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind {
+                    source,
+                    target,
+                    writable: true,
+                } if path.starts_with(target) && path != target => {
+                    Some((target.as_path(), source.as_path()))
+                }
+                _ => None,
+            })
+            .min_by_key(|(target, _)| depth(target))
+    }
+
     /// Where each of the plan's overlays goes among its mounts (made in depth order): before the
     /// mount of this index, the first one deeper than it (the number of mounts: after them all).
     pub(crate) fn overlay_positions(&self) -> Vec<usize> {
@@ -459,6 +501,38 @@ fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
 /// host's root, where a link to an absolute path would lead elsewhere.
 fn real(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The first directory strictly between `root` and `path` that is a symbolic link, if any.
+fn link_below(root: &Path, path: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    let mut parts = rest.components().peekable();
+    while let Some(part) = parts.next() {
+        parts.peek()?;
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The account or group of this host (`/etc/passwd`, `/etc/group`) whose id is `id`, if any.
+fn named_id(id: u32) -> Option<String> {
+    let id = id.to_string();
+    [("/etc/passwd", "the account"), ("/etc/group", "the group")]
+        .iter()
+        .find_map(|(file, what)| {
+            let text = fs::read_to_string(file).ok()?;
+            text.lines().find_map(|line| {
+                let mut fields = line.split(':');
+                let name = fields.next()?;
+                (fields.nth(1)? == id).then(|| format!("{what} {name}"))
+            })
+        })
 }
 
 /// Whether `path` would be visible through one of the mounts made so far.

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use super::{AT_RECURSIVE, MountAttr, check, check_long, cstr};
 
-const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 
@@ -80,20 +79,10 @@ pub(crate) fn enter_user_namespace(fd: &OwnedFd) -> io::Result<()> {
     check(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWUSER) })
 }
 
-/// A detached copy of the mount tree at `source` (every mount below it included) whose owners
-/// are shown through `userns`'s maps: a file of host id `a` that the map sends to `b` looks
-/// owned by `b`, and a file `b` creates is stored as `a`. Made in the initial user namespace,
-/// it is moved into place later with [`move_tree`].
-pub(crate) fn idmapped_tree(source: &Path, userns: &OwnedFd) -> io::Result<OwnedFd> {
-    let path = cstr(source.as_os_str())?;
-    let flags = OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as libc::c_uint;
-    // SAFETY: a NUL-terminated path that outlives the call; the rest are integers.
-    let fd = check_long(unsafe {
-        libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags)
-    })?;
-    let fd = i32::try_from(fd).map_err(|_| io::Error::other("open_tree: a descriptor past i32"))?;
-    // SAFETY: open_tree returned this descriptor and nothing else owns it.
-    let tree = unsafe { OwnedFd::from_raw_fd(fd) };
+/// Shows the detached tree `tree` (see [`super::clone_tree`]) through `userns`'s maps: a file
+/// of host id `a` that the map sends to `b` looks owned by `b`, and a file `b` creates is stored
+/// as `a`. Only in the initial user namespace; the tree is moved into place later.
+pub(crate) fn idmap(tree: &OwnedFd, userns: &OwnedFd) -> io::Result<()> {
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         attr_clr: 0,
@@ -112,8 +101,8 @@ pub(crate) fn idmapped_tree(source: &Path, userns: &OwnedFd) -> io::Result<Owned
             std::ptr::from_ref(&attr),
             std::mem::size_of::<MountAttr>(),
         )
-    })?;
-    Ok(tree)
+    })
+    .map(|_| ())
 }
 
 /// Mounts the detached tree `tree` at `target`.

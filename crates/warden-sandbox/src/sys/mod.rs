@@ -7,9 +7,13 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+mod beneath;
 mod identity;
+pub(crate) use beneath::{
+    Make, clone_tree, is_dir, move_tree_to, open_beneath, open_path, seal_at,
+};
 pub(crate) use identity::{
-    become_user, effective_uid, enter_user_namespace, idmapped_tree, move_tree, user_namespace,
+    become_user, effective_uid, enter_user_namespace, idmap, move_tree, user_namespace,
 };
 
 fn cstr(text: &OsStr) -> io::Result<CString> {
@@ -135,6 +139,17 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 /// and always nosuid and nodev.
 pub(crate) fn seal_tree(path: &Path, read_only: bool, recursive: bool) -> io::Result<()> {
     let target = cstr(path.as_os_str())?;
+    seal(libc::AT_FDCWD, &target, read_only, recursive, 0)
+}
+
+/// `mount_setattr` on `path` from `dirfd`, with `flags` besides `AT_RECURSIVE`.
+fn seal(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    read_only: bool,
+    recursive: bool,
+    flags: libc::c_uint,
+) -> io::Result<()> {
     let mut set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     let mut clear = 0;
     if read_only {
@@ -148,14 +163,14 @@ pub(crate) fn seal_tree(path: &Path, read_only: bool, recursive: bool) -> io::Re
         propagation: 0,
         userns_fd: 0,
     };
-    let flags = if recursive { AT_RECURSIVE } else { 0 };
-    // SAFETY: `target` is NUL-terminated and `attr` is a correctly laid-out mount_attr whose size
+    let flags = flags | if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `path` is NUL-terminated and `attr` is a correctly laid-out mount_attr whose size
     // is passed with it; both outlive the call.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            target.as_ptr(),
+            dirfd,
+            path.as_ptr(),
             flags,
             std::ptr::from_ref(&attr),
             std::mem::size_of::<MountAttr>(),

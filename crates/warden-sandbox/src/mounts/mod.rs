@@ -8,9 +8,14 @@ use std::path::{Path, PathBuf};
 use crate::plan::{Mount, Plan};
 use crate::sys;
 
+mod beneath;
+
 const OLD: &str = "/oldroot";
 
-fn step(what: impl std::fmt::Display, result: std::io::Result<()>) -> Result<(), String> {
+pub(super) fn step(
+    what: impl std::fmt::Display,
+    result: std::io::Result<()>,
+) -> Result<(), String> {
     result.map_err(|e| format!("{what}: {e}"))
 }
 
@@ -43,61 +48,60 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
             .enumerate()
             .filter(move |(_, p)| **p == index)
     };
-    // Per overlay: whether it stands (else `.git` is read-only).
-    let mut overlaid = vec![false; positions.len()];
+    // Per overlay: whether it stands (else `.git` is read-only), and the mount itself.
+    let mut overlays: Vec<(bool, OwnedFd)> = Vec::with_capacity(positions.len());
+    // Per mount inside a writable root: the mount itself, for sealing it (not its name).
+    let mut pinned: Vec<Option<OwnedFd>> = Vec::with_capacity(plan.mounts.len());
     for index in 0..=plan.mounts.len() {
         for (k, _) in at(index) {
-            overlaid[k] = git_overlay(plan, k)?;
+            overlays.push(git_overlay(plan, k)?);
         }
-        if let Some(mount) = plan.mounts.get(index) {
-            make(mount, plan, trees.get(index).and_then(Option::as_ref))?;
-        }
+        let Some(mount) = plan.mounts.get(index) else {
+            continue;
+        };
+        let tree = trees.get(index).and_then(Option::as_ref);
+        let made = if let Some(root) = plan.writable_root_above(crate::plan::target(mount)) {
+            Some(beneath::make(mount, plan, tree, root)?)
+        } else {
+            make(mount, plan, tree)?;
+            None
+        };
+        pinned.push(made);
     }
     dev_and_proc()?;
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
     // mount inside a read-only one stays writable.
-    for (index, mount) in plan.mounts.iter().enumerate() {
+    let seal_overlays = |index: usize| -> Result<(), String> {
         for (k, _) in at(index) {
-            let git = &plan.git_overlays[k];
+            let (stands, mount) = &overlays[k];
             step(
-                format_args!("sealing {}", git.display()),
-                sys::seal_tree(git, !overlaid[k], !overlaid[k]),
+                format_args!("sealing {}", plan.git_overlays[k].display()),
+                sys::seal_at(mount, !stands, !stands),
             )?;
         }
-        if let Mount::Bind {
-            target, writable, ..
-        } = mount
-        {
-            step(
-                format_args!("sealing {}", target.display()),
-                sys::seal_tree(target, !writable, true),
-            )?;
-        }
-        if let Mount::MaskFile { target } = mount {
-            step(
-                format_args!("sealing {}", target.display()),
-                sys::seal_tree(target, true, false),
-            )?;
-        }
-        if let Mount::Tmpfs {
-            target,
-            writable: false,
-            ..
-        } = mount
-        {
-            step(
-                format_args!("sealing {}", target.display()),
-                sys::seal_tree(target, true, false),
-            )?;
-        }
+        Ok(())
+    };
+    for (index, mount) in plan.mounts.iter().enumerate() {
+        seal_overlays(index)?;
+        let how = match mount {
+            Mount::Bind { writable, .. } => Some((!writable, true)),
+            Mount::MaskFile { .. }
+            | Mount::Tmpfs {
+                writable: false, ..
+            } => Some((true, false)),
+            Mount::Tmpfs { writable: true, .. } => None,
+        };
+        let Some((read_only, recursive)) = how else {
+            continue;
+        };
+        let target = crate::plan::target(mount);
+        let sealed = match &pinned[index] {
+            Some(fd) => sys::seal_at(fd, read_only, recursive),
+            None => sys::seal_tree(target, read_only, recursive),
+        };
+        step(format_args!("sealing {}", target.display()), sealed)?;
     }
-    for (k, _) in at(plan.mounts.len()) {
-        let git = &plan.git_overlays[k];
-        step(
-            format_args!("sealing {}", git.display()),
-            sys::seal_tree(git, !overlaid[k], !overlaid[k]),
-        )?;
-    }
+    seal_overlays(plan.mounts.len())?;
     step("detaching the host", sys::umount_detach(Path::new(OLD)))?;
     step("removing the host's mount point", fs::remove_dir(OLD))?;
     step(
@@ -107,7 +111,7 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
     Ok(())
 }
 
-fn host(path: &Path) -> PathBuf {
+pub(super) fn host(path: &Path) -> PathBuf {
     Path::new(OLD).join(path.strip_prefix("/").unwrap_or(path))
 }
 
@@ -147,18 +151,7 @@ fn make(mount: &Mount, plan: &Plan, tree: Option<&OwnedFd>) -> Result<(), String
                 format_args!("mount point {}", target.display()),
                 fs::create_dir_all(target),
             )?;
-            let mode = if *writable && target == Path::new("/tmp") {
-                "1777"
-            } else {
-                "0755"
-            };
-            // Made by root inside when warden runs as root: owned by the command's id then.
-            let id = crate::helper::INSIDE_ID;
-            let data = if *writable && plan.run_as.is_some() {
-                format!("mode={mode},size={size_mb}m,uid={id},gid={id}")
-            } else {
-                format!("mode={mode},size={size_mb}m")
-            };
+            let data = tmpfs_data(plan, target, *writable, *size_mb);
             step(
                 format_args!("tmpfs at {}", target.display()),
                 sys::mount(
@@ -175,13 +168,11 @@ fn make(mount: &Mount, plan: &Plan, tree: Option<&OwnedFd>) -> Result<(), String
 }
 
 /// Shows the plan's `k`th `.git` through an overlay: its lower layer the directory as the root's
-/// mount shows it (through a descriptor, whatever its name holds), its upper layer the one made
-/// for this command. Where the kernel refuses (overlayfs in a user namespace needs Linux 5.11),
-/// the directory is bound over itself, read-only: history is kept all the same, and git cannot
-/// write. Returns whether the overlay stands.
-fn git_overlay(plan: &Plan, k: usize) -> Result<bool, String> {
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
+/// mount shows it (reached without a link, and mounted on through its descriptor), its upper
+/// layer the one made for this command. Where the kernel refuses (overlayfs in a user namespace
+/// needs Linux 5.11), the directory is bound over itself, read-only: history is kept all the
+/// same, and git cannot write. Returns whether the overlay stands, and the mount.
+fn git_overlay(plan: &Plan, k: usize) -> Result<(bool, OwnedFd), String> {
     let git = &plan.git_overlays[k];
     let Some((upper, work)) = plan.git_layers.get(k) else {
         return Err(format!(
@@ -189,21 +180,19 @@ fn git_overlay(plan: &Plan, k: usize) -> Result<bool, String> {
             git.display()
         ));
     };
-    let lower = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(git)
-        .map_err(|e| {
-            format!(
-                "{}: {e} (it changed while the sandbox was being built)",
-                git.display()
-            )
-        })?;
+    let changed = |e: std::io::Error| {
+        format!(
+            "{}: {e} (it changed while the sandbox was being built)",
+            git.display()
+        )
+    };
+    let reopen = || beneath::open_inside(plan, git).map_err(changed);
+    let lower = reopen()?;
     let layer = |p: &Path| {
         let text = host(p).display().to_string();
         (!text.contains([',', ':', '\\'])).then_some(text)
     };
-    let by_fd = host(Path::new(&format!("/proc/self/fd/{}", lower.as_raw_fd())));
+    let by_fd = beneath::by_fd(&lower);
     let data = layer(upper).zip(layer(work)).map(|(upper, work)| {
         format!(
             "lowerdir={},upperdir={upper},workdir={work},userxattr",
@@ -213,7 +202,7 @@ fn git_overlay(plan: &Plan, k: usize) -> Result<bool, String> {
     let mounted = data.is_some_and(|data| {
         sys::mount(
             Some(Path::new("overlay")),
-            git,
+            &by_fd,
             Some("overlay"),
             libc::MS_NOSUID | libc::MS_NODEV,
             Some(&data),
@@ -223,10 +212,16 @@ fn git_overlay(plan: &Plan, k: usize) -> Result<bool, String> {
     if !mounted {
         step(
             format_args!("keeping {} read-only", git.display()),
-            sys::mount(Some(git), git, None, libc::MS_BIND | libc::MS_REC, None),
+            sys::mount(
+                Some(&by_fd),
+                &by_fd,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            ),
         )?;
     }
-    Ok(mounted)
+    Ok((mounted, reopen()?))
 }
 
 /// Puts the idmapped tree of the writable root `source` at `target`; the sized scratch space
@@ -254,18 +249,46 @@ fn idmapped(tree: &OwnedFd, source: &Path, target: &Path, plan: &Plan) -> Result
     Ok(())
 }
 
+/// The options of the tmpfs at `target`.
+pub(super) fn tmpfs_data(plan: &Plan, target: &Path, writable: bool, size_mb: u64) -> String {
+    let mode = if writable && target == Path::new("/tmp") {
+        "1777"
+    } else {
+        "0755"
+    };
+    // Made by root inside when warden runs as root: owned by the command's id then.
+    let id = crate::helper::INSIDE_ID;
+    if writable && plan.run_as.is_some() {
+        format!("mode={mode},size={size_mb}m,uid={id},gid={id}")
+    } else {
+        format!("mode={mode},size={size_mb}m")
+    }
+}
+
 /// Mounts the mask file over `target`: over the very file opened (through its descriptor,
 /// never a path a rename could change in between), and, where the plan knows which file that
 /// was, only if it is still that one. A target gone or swapped stops the command.
 fn mask(target: &Path, plan: &Plan) -> Result<(), String> {
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-    let what = format_args!("masking {}", target.display());
+    use std::os::unix::fs::OpenOptionsExt as _;
     let opened = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(target)
-        .map_err(|e| format!("{what}: {e} (it changed while the sandbox was being built)"))?;
+        .map_err(|e| {
+            format!(
+                "masking {}: {e} (it changed while the sandbox was being built)",
+                target.display()
+            )
+        })?;
+    mask_opened(&opened, target, plan)
+}
+
+/// Mounts the mask file over `opened`, the file `target` names, if it is still the one the plan
+/// looked at.
+pub(super) fn mask_opened(opened: &fs::File, target: &Path, plan: &Plan) -> Result<(), String> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let what = format_args!("masking {}", target.display());
     let meta = opened.metadata().map_err(|e| format!("{what}: {e}"))?;
     let expected = plan
         .mask_ids
