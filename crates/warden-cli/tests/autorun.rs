@@ -209,3 +209,48 @@ fn another_writable_root_keeps_them_too_and_git_still_commits() {
         config
     );
 }
+
+#[test]
+fn a_link_on_the_way_to_a_protected_path_stops_the_command_and_creates_nothing_elsewhere() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // `.config` leads out of the workspace: fish's configuration below it is protected, and the
+    // placeholder, the mount and its sealing would all land where the link points.
+    let outside = p.tmp().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, p.root().join(".config")).unwrap();
+    let probe = "mkdir -p .config/fish && echo evil > .config/fish/config.fish";
+    let unsandboxed = std::process::Command::new("sh")
+        .args(["-c", probe])
+        .current_dir(p.root())
+        .status()
+        .unwrap();
+    assert!(unsandboxed.success());
+    assert!(
+        outside.join("fish/config.fish").exists(),
+        "the probe must write outside unsandboxed"
+    );
+    std::fs::remove_dir_all(outside.join("fish")).unwrap();
+    // With the user's own identity too (as root, `root_identity = "host"`).
+    let host = p.tmp().join("host.toml");
+    std::fs::write(&host, "[sandbox]\nroot_identity = \"host\"\n").unwrap();
+    let host = host.display().to_string();
+    for as_host in [false, true] {
+        let mut args = vec!["exec"];
+        if as_host {
+            args.extend(["--settings", host.as_str()]);
+        }
+        args.extend(["--", "sh", "-c", probe]);
+        let run = p.run(&args);
+        assert_eq!(run.code, 126, "{}", run.stderr);
+        assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+        assert!(run.stderr.contains(".config"), "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "something was made through the link"
+        );
+    }
+}

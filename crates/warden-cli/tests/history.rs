@@ -278,3 +278,52 @@ fn where_no_overlay_can_be_made_git_is_read_only_and_history_kept() {
     assert!(holds(&p.root(), &first) && holds(&p.root(), &second));
     assert_eq!(git(&p.root(), &["rev-parse", "HEAD"]), second);
 }
+
+#[test]
+fn a_rebase_left_in_progress_does_not_come_back_to_run_on_the_host() {
+    let (p, _, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let marker = p.tmp().join("ran-on-the-host");
+    // Stops at `exec false`, leaving `exec touch …` to do: git runs it at `--continue`.
+    let script = format!(
+        "GIT_SEQUENCE_EDITOR=true git -c user.name=a -c user.email=a@example.com \
+         rebase -q -i --exec false --exec 'touch {}' HEAD~1; true",
+        marker.display()
+    );
+    let copy = unsandboxed(&p, &script);
+    let _ = Command::new("git")
+        .args(["rebase", "--continue"])
+        .current_dir(&copy)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        marker.exists(),
+        "the probe must run at --continue unsandboxed"
+    );
+    std::fs::remove_file(&marker).unwrap();
+    let run = exec(&p, &script);
+    assert!(
+        run.json()["sandbox"]["history"]
+            .to_string()
+            .contains("rebase"),
+        "{}",
+        run.stdout
+    );
+    let continued = Command::new("git")
+        .args(["rebase", "--continue"])
+        .current_dir(p.root())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(!continued.status.success());
+    assert!(!marker.exists(), "the to-do list ran on the host");
+    assert!(holds(&p.root(), &second));
+    // The branch is checked out as it was, not the rebase's detached HEAD.
+    assert_eq!(git(&p.root(), &["symbolic-ref", "HEAD"]), "refs/heads/main");
+    assert_eq!(git(&p.root(), &["rev-parse", "HEAD"]), second);
+}

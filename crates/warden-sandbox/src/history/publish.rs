@@ -13,8 +13,8 @@ use super::git::{HardenedGit, output};
 /// The largest loose object, index or state file brought back.
 const MAX_FILE: u64 = 1 << 30;
 
-/// Files of git's state of an operation in progress, brought back as they are (a removed one
-/// removed).
+/// Files of git's state of a merge or pick in progress (ids and messages only, nothing git
+/// runs), brought back as they are (a removed one removed).
 const STATE_FILES: &[&str] = &[
     "ORIG_HEAD",
     "MERGE_HEAD",
@@ -28,9 +28,6 @@ const STATE_FILES: &[&str] = &[
     "AUTO_MERGE",
     "FETCH_HEAD",
 ];
-
-/// Directories of a rebase or a sequence of picks in progress.
-const STATE_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
 
 /// How deep submodules' repositories (in `modules/`) are followed.
 const MAX_DEPTH: usize = 8;
@@ -59,18 +56,28 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
         &mut logs,
     );
     refs(&git, git_dir, upper, notes);
-    head(&git, git_dir, upper, notes);
+    // Never a rebase's or a sequence's state (`rebase-merge/`, `rebase-apply/`, `sequencer/`):
+    // their to-do lists hold `exec` lines, which git would run on the host at `--continue`. Nor,
+    // then, the detached `HEAD` and the index it left: the branch stays where it was.
+    let unfinished: Vec<&str> = ["rebase-merge", "rebase-apply", "sequencer"]
+        .into_iter()
+        .filter(|name| kind(&upper.join(name)) == Kind::Dir)
+        .collect();
+    if unfinished.is_empty() {
+        head(&git, git_dir, upper, notes);
+        index(&git, git_dir, upper, notes);
+        for name in STATE_FILES {
+            apply(&upper.join(name), &git_dir.join(name), notes);
+        }
+    } else {
+        notes.push(format!(
+            "{}/ was not brought back, nor HEAD and the index: a rebase or a sequence of picks \
+             does not outlive its command (its to-do list could run programs on the host)",
+            unfinished.join("/, ")
+        ));
+    }
     for (target, before, theirs) in logs {
         extend_log(&target, &before, &theirs, notes);
-    }
-    if let Kind::File = kind(&upper.join("index")) {
-        copy_into(&upper.join("index"), &git_dir.join("index"), notes);
-    }
-    for name in STATE_FILES {
-        apply(&upper.join(name), &git_dir.join(name), notes);
-    }
-    for name in STATE_DIRS {
-        apply(&upper.join(name), &git_dir.join(name), notes);
     }
     if depth < MAX_DEPTH {
         modules(
@@ -512,6 +519,39 @@ fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
     if let Err(e) = with_input(update, lines(&transaction), "update-ref") {
         notes.push(format!("HEAD was left as it was: {e}"));
     }
+}
+
+/// The layer's index, if every path it holds is a plain one.
+fn index(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+    let theirs = upper.join("index");
+    if kind(&theirs) != Kind::File {
+        return;
+    }
+    match index_paths_are_plain(git, git_dir, &theirs) {
+        Ok(()) => copy_into(&theirs, &git_dir.join("index"), notes),
+        Err(why) => notes.push(format!("the index was not brought back: {why}")),
+    }
+}
+
+/// Whether every path the index at `index` holds is a plain one of the working tree: no `..`,
+/// no `.git` (in any case), nothing absolute — what a checkout on the host would write where
+/// it names.
+fn index_paths_are_plain(git: &HardenedGit, git_dir: &Path, index: &Path) -> Result<(), String> {
+    let mut list = git.command(git_dir);
+    list.env("GIT_INDEX_FILE", index)
+        .args(["ls-files", "--stage", "-z"]);
+    let listed = output(list, "ls-files")?;
+    for entry in listed.split('\0').filter(|e| !e.is_empty()) {
+        let path = entry.split_once('\t').map_or(entry, |(_, p)| p);
+        let plain = !path.starts_with('/')
+            && path
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != ".." && !c.eq_ignore_ascii_case(".git"));
+        if !plain {
+            return Err(format!("it names {path:?}"));
+        }
+    }
+    Ok(())
 }
 
 /// Writes `from`'s bytes to `to` whole (a new file renamed over it).
