@@ -181,15 +181,7 @@ fn as_root_git_npm_and_cargo_still_work_in_the_workspace() {
     let out = run.json();
     assert_eq!(out["stdout"], " M README.md\n1\n", "{out}");
 
-    let npm = Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        npm || std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
-        "npm is required in CI"
-    );
-    if npm {
+    if crate::support::npm() {
         p.write(
             "package.json",
             r#"{"name":"probe","version":"1.0.0","scripts":{"test":"node -e \"require('fs').writeFileSync('npm-ran.txt','ok')\""}}"#,

@@ -272,15 +272,7 @@ fn package_managers_and_git_go_through_the_proxy() {
             "pypi.test",
         ),
     ];
-    let npm = Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        npm || std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
-        "npm is required in CI"
-    );
-    if npm {
+    if crate::support::npm() {
         tools.push((
             "npm",
             format!(

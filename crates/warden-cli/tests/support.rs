@@ -187,6 +187,19 @@ pub(crate) fn sandbox_available(p: &Project) -> bool {
     false
 }
 
+/// Whether npm can run here; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
+pub(crate) fn npm() -> bool {
+    let npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        npm || std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+        "npm is required in CI"
+    );
+    npm
+}
+
 /// Whether the tests run as root (as in CI).
 pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {

@@ -65,6 +65,11 @@ pub fn output(mut cmd: Command, what: &str) -> Result<String, String> {
     let out = cmd
         .output()
         .map_err(|e| format!("git {what}: cannot run git: {e}"))?;
+    answer(&out, what)
+}
+
+/// What an ended git said: its stdout when it succeeded, else its stderr as the error.
+pub(crate) fn answer(out: &std::process::Output, what: &str) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::git::{HardenedGit, output};
+use super::git::{HardenedGit, answer, output};
 
 /// The largest loose object, index or state file brought back.
 const MAX_FILE: u64 = 1 << 30;
@@ -201,14 +201,7 @@ fn with_input_to(
         .wait_with_output()
         .map_err(|e| format!("git {what}: {e}"))?;
     let _ = writer.join();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "git {what}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    answer(&out, what)
 }
 
 /// New packs and loose objects, through a directory of warden's in the repository's `objects`
