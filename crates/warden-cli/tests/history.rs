@@ -327,3 +327,32 @@ fn a_rebase_left_in_progress_does_not_come_back_to_run_on_the_host() {
     assert_eq!(git(&p.root(), &["symbolic-ref", "HEAD"]), "refs/heads/main");
     assert_eq!(git(&p.root(), &["rev-parse", "HEAD"]), second);
 }
+
+#[test]
+fn a_commit_the_user_approves_through_the_bash_tool_lands_and_one_refused_does_not() {
+    let (p, _, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    p.write("d.txt", "d\n");
+    let command =
+        "git add d.txt && git -c user.name=a -c user.email=a@example.com commit -qm agent";
+    let args = serde_json::json!({ "command": command }).to_string();
+    let refused = p.run(&["tool", "bash", "--on-ask", "deny", "--args", &args]);
+    // It asks; refused, nothing ran.
+    assert_eq!(
+        refused.json()["error"]["kind"],
+        "needs_approval",
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(git(&p.root(), &["rev-parse", "main"]), second);
+    let run = p.run(&["tool", "bash", "--on-ask", "allow", "--args", &args]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["exitCode"], 0, "{}", run.stdout);
+    assert_eq!(
+        git(&p.root(), &["log", "--format=%s", "main"]),
+        "agent\nsecond\nfirst"
+    );
+    assert_eq!(git(&p.root(), &["status", "--porcelain"]), "");
+}
