@@ -356,3 +356,54 @@ fn a_commit_the_user_approves_through_the_bash_tool_lands_and_one_refused_does_n
     );
     assert_eq!(git(&p.root(), &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn what_would_run_on_the_host_later_does_not_come_back_through_git() {
+    let (p, first, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // `.envrc` cannot be written inside; staged, committed on a branch, stashed, it would be
+    // written on the host by a checkout, a reset or a pop. A replace ref would show the first
+    // commit as the second.
+    let script = format!(
+        "b=$(echo 'echo pwned' | git hash-object -w --stdin); \
+         git update-index --add --cacheinfo 100644,$b,.envrc && \
+         git checkout -q -b evil && \
+         git -c user.name=a -c user.email=a@example.com commit -qm evil && \
+         git -c user.name=a -c user.email=a@example.com stash -q 2>/dev/null; \
+         git replace {first} {second}; true"
+    );
+    let copy = unsandboxed(&p, &script);
+    let ran = Command::new("sh")
+        .args(["-c", "git checkout -q -- .envrc && git replace -l"])
+        .current_dir(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        copy.join(".envrc").exists(),
+        "the probe must stage .envrc unsandboxed"
+    );
+    assert!(String::from_utf8_lossy(&ran.stdout).contains(&first));
+    let run = exec(&p, &script);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let notes = run.json()["sandbox"]["history"].to_string();
+    assert!(notes.contains("refs/heads/evil"), "{notes}");
+    let refs = git(&p.root(), &["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.lines().any(|r| r == "refs/heads/evil"), "{refs}");
+    assert!(!refs.lines().any(|r| r.starts_with("refs/replace/")), "{refs}");
+    assert!(!refs.lines().any(|r| r == "refs/stash"), "{refs}");
+    assert!(refs.contains("refs/warden/held/"), "{refs}");
+    assert_eq!(git(&p.root(), &["symbolic-ref", "HEAD"]), "refs/heads/main");
+    let _ = git(&p.root(), &["checkout", "-q", "--", "."]);
+    assert!(!p.root().join(".envrc").exists());
+    assert!(holds(&p.root(), &first) && holds(&p.root(), &second));
+
+    // A mark that hides a change from `git status` does not come back.
+    let run = exec(
+        &p,
+        "echo EVIL >> a.txt && git update-index --skip-worktree a.txt",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(git(&p.root(), &["status", "--porcelain"]), "M a.txt");
+}

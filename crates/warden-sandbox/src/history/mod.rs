@@ -8,6 +8,7 @@
 //! ref, not a reflog. The configuration and hooks are never brought back.
 
 pub mod git;
+mod guard;
 mod publish;
 
 use std::path::{Path, PathBuf};

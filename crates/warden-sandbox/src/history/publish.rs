@@ -9,24 +9,30 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::git::{HardenedGit, answer, output};
+use super::guard::{self, Protected};
+
+/// What every ref, `HEAD` and the index are measured against.
+struct Guard {
+    protected: Protected,
+    /// The commit `HEAD` was at when the command started (or the empty tree).
+    base: String,
+}
 
 /// The largest loose object, index or state file brought back.
 const MAX_FILE: u64 = 1 << 30;
 
 /// Files of git's state of a merge or pick in progress (ids and messages only, nothing git
-/// runs), brought back as they are (a removed one removed).
+/// runs), brought back as they are (a removed one removed). Not `ORIG_HEAD`, `FETCH_HEAD` or
+/// `MERGE_AUTOSTASH`: commits the user resets to, merges or applies as their own, unchecked.
 const STATE_FILES: &[&str] = &[
-    "ORIG_HEAD",
     "MERGE_HEAD",
     "MERGE_MSG",
     "MERGE_MODE",
-    "MERGE_AUTOSTASH",
     "COMMIT_EDITMSG",
     "CHERRY_PICK_HEAD",
     "REVERT_HEAD",
     "SQUASH_MSG",
     "AUTO_MERGE",
-    "FETCH_HEAD",
 ];
 
 /// How deep submodules' repositories (in `modules/`) are followed.
@@ -45,6 +51,10 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
         return;
     }
     let git = HardenedGit::for_git_dir(git_dir);
+    let guard = Guard {
+        protected: Protected::of(git_dir),
+        base: guard::base(&git, git_dir),
+    };
     objects(&git, git_dir, &upper.join("objects"), notes);
     // The reflogs as they were, before the refs' updates below add lines of their own: the
     // command's lines take their place.
@@ -55,7 +65,7 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
         Path::new(""),
         &mut logs,
     );
-    refs(&git, git_dir, upper, notes);
+    refs(&git, git_dir, upper, &guard, notes);
     // Never a rebase's or a sequence's state (`rebase-merge/`, `rebase-apply/`, `sequencer/`):
     // their to-do lists hold `exec` lines, which git would run on the host at `--continue`. Nor,
     // then, the detached `HEAD` and the index it left: the branch stays where it was.
@@ -64,8 +74,8 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
         .filter(|name| kind(&upper.join(name)) == Kind::Dir)
         .collect();
     if unfinished.is_empty() {
-        head(&git, git_dir, upper, notes);
-        index(&git, git_dir, upper, notes);
+        head(&git, git_dir, upper, &guard, notes);
+        index(&git, git_dir, upper, &guard, notes);
         for name in STATE_FILES {
             apply(&upper.join(name), &git_dir.join(name), notes);
         }
@@ -328,7 +338,7 @@ fn pack_loose(
 /// The refs the layer holds (its `packed-refs`, then its loose refs over them): new ones made,
 /// forward moves made, other moves made with the old value kept under `refs/warden/kept/`.
 /// Removed refs stay.
-fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &mut Vec<String>) {
     let mut wanted: BTreeMap<String, String> = BTreeMap::new();
     if let Some(bytes) = read(&upper.join("packed-refs")) {
         for line in String::from_utf8_lossy(&bytes).lines() {
@@ -340,8 +350,16 @@ fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
         }
     }
     loose_refs(&upper.join("refs"), "refs", &mut wanted, 0);
-    wanted
-        .retain(|name, id| is_ref_name(name) && !name.starts_with("refs/warden/") && is_hex_id(id));
+    // Branches, tags, remote-tracking branches, notes and the stash: never a replace ref (which
+    // would show an existing commit as another), nor one of warden's own.
+    wanted.retain(|name, id| {
+        is_ref_name(name)
+            && (["refs/heads/", "refs/tags/", "refs/remotes/", "refs/notes/"]
+                .iter()
+                .any(|p| name.starts_with(p))
+                || name == "refs/stash")
+            && is_hex_id(id)
+    });
     if wanted.is_empty() {
         return;
     }
@@ -359,8 +377,8 @@ fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
         .map_or(0, |d| d.as_secs());
     // One transaction a ref, so that one git refuses (a branch at a blob) leaves the others.
     for (name, new) in &wanted {
-        let old = current.get(name);
-        if old == Some(new) {
+        let old = current.get(name).map(String::as_str);
+        if old == Some(new.as_str()) {
             continue;
         }
         if !present.contains(new) {
@@ -369,29 +387,88 @@ fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
             ));
             continue;
         }
-        let mut transaction: Vec<String> = Vec::new();
-        let mut kept = None;
-        match old {
-            None => transaction.push(format!("create {name} {new}")),
-            Some(old) => {
-                if !is_ancestor(git, git_dir, old, new) {
-                    let at = format!("refs/warden/kept/{stamp}/{name}");
-                    transaction.push(format!("create {at} {old}"));
-                    kept = Some((old, at));
-                }
-                transaction.push(format!("update {name} {new} {old}"));
-            }
+        let at = Ref { name, old, new };
+        if let Some(why) = held(git, git_dir, guard, &at) {
+            hold(git, git_dir, &at, &why, stamp, notes);
+        } else {
+            move_ref(git, git_dir, &at, stamp, notes);
         }
-        let mut update = git.command(git_dir);
-        update.args(["update-ref", "--stdin"]);
-        match with_input(update, lines(&transaction), "update-ref") {
-            Err(e) => notes.push(format!("{name} was left as it was: {e}")),
-            Ok(_) => {
-                if let Some((old, at)) = kept {
-                    notes.push(format!(
-                        "{name} moved from {old} to {new}, not forward: its old value is kept as {at}"
-                    ));
-                }
+    }
+}
+
+/// A ref the layer moved: its name, the repository's value, the layer's.
+struct Ref<'a> {
+    name: &'a str,
+    old: Option<&'a str>,
+    new: &'a str,
+}
+
+/// Why `at` is held rather than moved, if it is: a stash (which the user pops as their own), or
+/// a change to a file that runs code on the host, against the ref's old value or (a new ref)
+/// where `HEAD` was.
+fn held(git: &HardenedGit, git_dir: &Path, guard: &Guard, at: &Ref<'_>) -> Option<String> {
+    if at.name == "refs/stash" {
+        return Some("a stash the command made would be popped as yours".to_owned());
+    }
+    let from = at.old.unwrap_or(&guard.base);
+    match guard.protected.changed(git, git_dir, from, at.new) {
+        Ok(paths) if paths.is_empty() => None,
+        Ok(paths) => Some(format!(
+            "it changes {}, which run code on the host",
+            paths.join(", ")
+        )),
+        Err(e) => Some(format!("what it changes could not be told ({e})")),
+    }
+}
+
+/// Keeps the layer's value of `at` under `refs/warden/held/`, the ref itself left as it was.
+fn hold(
+    git: &HardenedGit,
+    git_dir: &Path,
+    at: &Ref<'_>,
+    why: &str,
+    stamp: u64,
+    notes: &mut Vec<String>,
+) {
+    let kept = format!("refs/warden/held/{stamp}/{}", at.name);
+    let mut update = git.command(git_dir);
+    update.args(["update-ref", &kept, at.new]);
+    match output(update, "update-ref") {
+        Ok(_) => notes.push(format!(
+            "{} was left as it was: {why}; the command's value is held as {kept}, to look at \
+             before you use it",
+            at.name
+        )),
+        Err(e) => notes.push(format!("{} was left as it was: {why} ({e})", at.name)),
+    }
+}
+
+/// Moves `at`: made when new, moved when forward, and otherwise moved with its old value kept
+/// under `refs/warden/kept/`.
+fn move_ref(git: &HardenedGit, git_dir: &Path, at: &Ref<'_>, stamp: u64, notes: &mut Vec<String>) {
+    let (name, new) = (at.name, at.new);
+    let mut transaction: Vec<String> = Vec::new();
+    let mut kept = None;
+    match at.old {
+        None => transaction.push(format!("create {name} {new}")),
+        Some(old) => {
+            if !is_ancestor(git, git_dir, old, new) {
+                let keep = format!("refs/warden/kept/{stamp}/{name}");
+                transaction.push(format!("create {keep} {old}"));
+                kept = Some((old, keep));
+            }
+            transaction.push(format!("update {name} {new} {old}"));
+        }
+    }
+    let mut update = git.command(git_dir);
+    update.args(["update-ref", "--stdin"]);
+    match with_input(update, lines(&transaction), "update-ref") {
+        Err(e) => notes.push(format!("{name} was left as it was: {e}")),
+        Ok(_) => {
+            if let Some((old, keep)) = kept {
+                notes.push(format!(
+                    "{name} moved from {old} to {new}, not forward: its old value is kept as {keep}"
+                ));
             }
         }
     }
@@ -449,7 +526,7 @@ fn is_ancestor(git: &HardenedGit, git_dir: &Path, old: &str, new: &str) -> bool 
 
 /// `HEAD`: to a branch, or detached at an object the repository has (a detached value left
 /// behind, unless the new one is ahead of it, kept as the refs are).
-fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &mut Vec<String>) {
     let Some(bytes) = read(&upper.join("HEAD")) else {
         return;
     };
@@ -466,7 +543,13 @@ fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
             ));
             return;
         }
-        if branch.as_deref() != Some(target) {
+        let mut exists = git.command(git_dir);
+        exists.args(["rev-parse", "-q", "--verify", target]);
+        if branch.as_deref() != Some(target) && output(exists, "rev-parse").is_err() {
+            notes.push(format!(
+                "HEAD was left as it was: the branch {target} is not in the repository"
+            ));
+        } else if branch.as_deref() != Some(target) {
             let mut cmd = git.command(git_dir);
             cmd.args(["symbolic-ref", "HEAD", target]);
             if let Err(e) = output(cmd, "symbolic-ref") {
@@ -492,6 +575,15 @@ fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
         ));
         return;
     }
+    let at = Ref {
+        name: "HEAD",
+        old: old.as_deref(),
+        new: &text,
+    };
+    if let Some(why) = held(git, git_dir, guard, &at) {
+        notes.push(format!("HEAD was left as it was: {why}"));
+        return;
+    }
     let mut transaction: Vec<String> = Vec::new();
     if branch.is_none()
         && let Some(old) = old.filter(|old| !is_ancestor(git, git_dir, old, &text))
@@ -514,22 +606,88 @@ fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>
     }
 }
 
-/// The layer's index, if every path it holds is a plain one.
-fn index(git: &HardenedGit, git_dir: &Path, upper: &Path, notes: &mut Vec<String>) {
+/// The layer's index, made anew from its entries alone (no flags that hide a change, no cached
+/// trees that put another into the next commit), the repository's own skip-worktree and
+/// assume-unchanged marks kept; only if every path is a plain one and its entries at protected
+/// paths are the repository's.
+fn index(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &mut Vec<String>) {
     let theirs = upper.join("index");
     if kind(&theirs) != Kind::File {
         return;
     }
-    match index_paths_are_plain(git, git_dir, &theirs) {
-        Ok(()) => copy_into(&theirs, &git_dir.join("index"), notes),
-        Err(why) => notes.push(format!("the index was not brought back: {why}")),
+    let made = index_paths_are_plain(git, git_dir, &theirs).and_then(|entries| {
+        let ours = guard.protected.entries(git, git_dir, None)?;
+        if guard.protected.entries(git, git_dir, Some(&theirs))? != ours {
+            return Err("it stages a change to a file that runs code on the host".to_owned());
+        }
+        rebuild_index(git, git_dir, &entries)
+    });
+    if let Err(why) = made {
+        notes.push(format!("the index was not brought back: {why}"));
     }
+}
+
+/// Makes the index from `entries` (`ls-files --stage -z`), then puts it in place.
+fn rebuild_index(git: &HardenedGit, git_dir: &Path, entries: &str) -> Result<(), String> {
+    let fresh = git_dir.join(format!("index.warden-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let work_tree = git_dir.parent().unwrap_or(git_dir);
+    let with_fresh = |args: &[&str]| {
+        let mut cmd = git.command(git_dir);
+        cmd.env("GIT_INDEX_FILE", &fresh)
+            .arg(format!("--work-tree={}", work_tree.display()))
+            .args(args);
+        cmd
+    };
+    let made = with_input(
+        with_fresh(&["update-index", "-z", "--index-info"]),
+        entries.as_bytes().to_vec(),
+        "update-index",
+    )
+    .and_then(|_| {
+        // The repository's own marks, where its index has them.
+        let mut marks = git.command(git_dir);
+        marks.args(["ls-files", "-v", "-z"]);
+        let listed = output(marks, "ls-files")?;
+        let (mut skip, mut assume) = (Vec::new(), Vec::new());
+        for entry in listed.split('\0').filter(|e| e.len() > 2) {
+            let (tag, path) = entry.split_at(2);
+            match tag.chars().next() {
+                Some('S') => skip.extend_from_slice(format!("{path}\0").as_bytes()),
+                Some(c) if c.is_ascii_lowercase() => {
+                    assume.extend_from_slice(format!("{path}\0").as_bytes());
+                }
+                _ => {}
+            }
+        }
+        for (flag, paths) in [("--skip-worktree", skip), ("--assume-unchanged", assume)] {
+            if !paths.is_empty() {
+                let _ = with_input(
+                    with_fresh(&["update-index", flag, "-z", "--stdin"]),
+                    paths,
+                    "update-index",
+                );
+            }
+        }
+        let mut refresh = with_fresh(&["update-index", "-q", "--refresh"]);
+        refresh.stdout(Stdio::null()).stderr(Stdio::null());
+        let _ = refresh.status();
+        std::fs::rename(&fresh, git_dir.join("index")).map_err(|e| e.to_string())
+    });
+    if made.is_err() {
+        let _ = std::fs::remove_file(&fresh);
+    }
+    made
 }
 
 /// Whether every path the index at `index` holds is a plain one of the working tree: no `..`,
 /// no `.git` (in any case), nothing absolute — what a checkout on the host would write where
 /// it names.
-fn index_paths_are_plain(git: &HardenedGit, git_dir: &Path, index: &Path) -> Result<(), String> {
+fn index_paths_are_plain(
+    git: &HardenedGit,
+    git_dir: &Path,
+    index: &Path,
+) -> Result<String, String> {
     let mut list = git.command(git_dir);
     list.env("GIT_INDEX_FILE", index)
         .args(["ls-files", "--stage", "-z"]);
@@ -544,7 +702,7 @@ fn index_paths_are_plain(git: &HardenedGit, git_dir: &Path, index: &Path) -> Res
             return Err(format!("it names {path:?}"));
         }
     }
-    Ok(())
+    Ok(listed)
 }
 
 /// Writes `from`'s bytes to `to` whole (a new file renamed over it).
