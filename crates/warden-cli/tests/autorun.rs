@@ -254,3 +254,60 @@ fn a_link_on_the_way_to_a_protected_path_stops_the_command_and_creates_nothing_e
         );
     }
 }
+
+#[test]
+fn a_root_named_through_a_link_or_mounted_elsewhere_is_protected_the_same() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let repo = p.tmp().join("other");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=a", "-c", "user.email=a@example.com"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+    let link = p.tmp().join("link");
+    std::os::unix::fs::symlink(&repo, &link).unwrap();
+    let attack = "rm -rf .git/objects; echo x > .bashrc; touch .git/hooks/x; true";
+    // Unsandboxed, in a copy, the attack lands.
+    let copy = p.tmp().join("copy");
+    assert!(
+        std::process::Command::new("cp")
+            .args(["-a"])
+            .arg(&repo)
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let ran = std::process::Command::new("sh")
+        .args(["-c", attack])
+        .current_dir(&copy)
+        .status()
+        .unwrap();
+    assert!(ran.success() && copy.join(".bashrc").exists() && !copy.join(".git/objects").exists());
+    let mount = format!("{}:/mnt/repo:rw", repo.display());
+    let link_dir = link.display().to_string();
+    for (flags, dir) in [
+        (vec!["--allow-write", link_dir.as_str()], link_dir.clone()),
+        (vec!["--mount", mount.as_str()], "/mnt/repo".to_owned()),
+    ] {
+        let mut args = vec!["exec"];
+        args.extend(flags);
+        let script = format!("cd {dir} && {attack}");
+        args.extend(["--", "sh", "-c", &script]);
+        let run = p.run(&args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(repo.join(".git/objects").is_dir(), "{dir}");
+        assert!(!repo.join(".bashrc").exists(), "{dir}");
+        assert!(!repo.join(".git/hooks/x").exists(), "{dir}");
+    }
+}

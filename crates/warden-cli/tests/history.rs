@@ -391,7 +391,10 @@ fn what_would_run_on_the_host_later_does_not_come_back_through_git() {
     assert!(notes.contains("refs/heads/evil"), "{notes}");
     let refs = git(&p.root(), &["for-each-ref", "--format=%(refname)"]);
     assert!(!refs.lines().any(|r| r == "refs/heads/evil"), "{refs}");
-    assert!(!refs.lines().any(|r| r.starts_with("refs/replace/")), "{refs}");
+    assert!(
+        !refs.lines().any(|r| r.starts_with("refs/replace/")),
+        "{refs}"
+    );
     assert!(!refs.lines().any(|r| r == "refs/stash"), "{refs}");
     assert!(refs.contains("refs/warden/held/"), "{refs}");
     assert_eq!(git(&p.root(), &["symbolic-ref", "HEAD"]), "refs/heads/main");

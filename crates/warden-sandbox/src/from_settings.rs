@@ -107,17 +107,10 @@ pub fn request_from_settings(
             .into_iter()
             .filter(|p| p.exists()),
     );
-    // In the workspace and every other writable root: what runs code on the host later.
+    // What runs code on the host later is protected in every writable root by the plan itself
+    // (whoever builds the request); here, what the settings add.
     let allow_write = from(&sandbox.filesystem.allow_write);
-    let mut deny_write: Vec<PathBuf> = Vec::new();
-    for root in std::iter::once(workspace).chain(allow_write.iter().map(PathBuf::as_path)) {
-        if !root.is_dir() {
-            continue;
-        }
-        deny_write.extend(WORKSPACE_PROTECTED.iter().map(|s| root.join(s)));
-        deny_write.extend(warden_config::repository_auto_run(root));
-    }
-    deny_write.extend(from(&sandbox.filesystem.deny_write));
+    let mut deny_write: Vec<PathBuf> = from(&sandbox.filesystem.deny_write);
     deny_write.extend(settings.dirs.dirs());
     let mut home_allow: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|s| home.join(s)).collect();
     for entry in &sandbox.filesystem.home_toolchains {

@@ -224,7 +224,9 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
                 source,
                 target,
                 writable,
-            } if (*writable || plan.shown_as_owner.contains(target))
+            } if (*writable
+                || plan.shown_as_owner.contains(target)
+                || within_root(plan, source, target))
                 && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir)) =>
             {
                 Some(
@@ -245,6 +247,14 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
     sys::enter_user_namespace(&own)
         .map_err(|e| format!("entering the user namespace of the unprivileged id {id}: {e}"))?;
     Ok(trees)
+}
+
+/// Whether the bind of `source` at `target` shows part of a writable root's own tree (a file
+/// kept read-only there): shown as the root is, so that its owner is the same (git checks who
+/// owns a worktree's `.git` file).
+fn within_root(plan: &Plan, source: &Path, target: &Path) -> bool {
+    plan.writable_root_above(target)
+        .is_some_and(|(_, root)| source.starts_with(root))
 }
 
 /// The idmapped tree of the bind of `source` at `target`. Below a writable root, the source is

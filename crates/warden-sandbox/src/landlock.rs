@@ -116,6 +116,7 @@ mod tests {
             run_as: None,
             shown_as_owner: Vec::new(),
             git_overlays: Vec::new(),
+            git_repositories: Vec::new(),
             git_layers: Vec::new(),
             sized: Vec::new(),
             collect: Vec::new(),

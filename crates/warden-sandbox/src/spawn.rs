@@ -173,7 +173,8 @@ impl Sandbox {
     fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
         let (group, procs) = limits_group(plan)?;
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
-        let layers = Layers::make(&plan.git_overlays, plan.run_as).map_err(SandboxError::Setup)?;
+        let layers =
+            Layers::make(&plan.git_repositories, plan.run_as).map_err(SandboxError::Setup)?;
         let json = if plan.git_overlays.is_empty() {
             serde_json::to_string(plan)
         } else {

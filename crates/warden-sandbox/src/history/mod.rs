@@ -122,16 +122,24 @@ impl Drop for Layers {
     }
 }
 
-/// Removes `dir` whole, the overlay's own work directory (mode 000) included.
+/// Removes `dir` whole, the overlay's own work directory (mode 000) included: each directory
+/// opened without following a link, and made readable through its descriptor.
 fn remove(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(&d) {
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&d);
+        let Ok(opened) = opened else { continue };
+        let by_fd = format!("/proc/self/fd/{}", opened.as_raw_fd());
+        let _ = std::fs::set_permissions(&by_fd, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&by_fd) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(entry.path());
+                    stack.push(d.join(entry.file_name()));
                 }
             }
         }

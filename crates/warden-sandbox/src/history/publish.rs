@@ -260,7 +260,9 @@ fn objects(git: &HardenedGit, git_dir: &Path, dir: &Path, notes: &mut Vec<String
     }
     let loose = incoming.join("loose");
     let mut ids = String::new();
-    for fan in entries(dir) {
+    // What all loose objects may take on disk, copied; past it, the rest are left out.
+    let mut budget: u64 = 2 << 30;
+    'fans: for fan in entries(dir) {
         if fan.len() != 2
             || !fan
                 .bytes()
@@ -276,6 +278,11 @@ fn objects(git: &HardenedGit, git_dir: &Path, dir: &Path, notes: &mut Vec<String
             else {
                 continue;
             };
+            let Some(left) = budget.checked_sub(bytes.len() as u64) else {
+                notes.push("loose objects past 2 GiB the command wrote were not taken".to_owned());
+                break 'fans;
+            };
+            budget = left;
             let into = loose.join(&fan);
             if std::fs::create_dir_all(&into)
                 .and_then(|()| std::fs::write(into.join(&rest), bytes))
@@ -286,6 +293,7 @@ fn objects(git: &HardenedGit, git_dir: &Path, dir: &Path, notes: &mut Vec<String
             }
         }
     }
+    let ids = within_budget(git, git_dir, &loose, &ids, notes);
     if !ids.is_empty() {
         let packed = incoming.join("loose.pack");
         let taken = pack_loose(git, git_dir, &loose, ids, &packed)
@@ -295,6 +303,49 @@ fn objects(git: &HardenedGit, git_dir: &Path, dir: &Path, notes: &mut Vec<String
         }
     }
     let _ = std::fs::remove_dir_all(&incoming);
+}
+
+/// The largest object (its size unpacked) a command's loose objects bring back.
+const MAX_OBJECT: u64 = 256 << 20;
+
+/// Of the loose objects `ids` in `loose`, those whose size unpacked, as each one's header says
+/// (read without unpacking the rest), is at most [`MAX_OBJECT`]: a small file that unpacks to
+/// gigabytes is left out before git spends the time.
+fn within_budget(
+    git: &HardenedGit,
+    git_dir: &Path,
+    loose: &Path,
+    ids: &str,
+    notes: &mut Vec<String>,
+) -> String {
+    if ids.is_empty() {
+        return String::new();
+    }
+    let mut sizes = git.command(git_dir);
+    sizes
+        .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", loose)
+        .args(["cat-file", "--batch-check=%(objectname) %(objectsize)"]);
+    let listed = with_input(sizes, ids.as_bytes().to_vec(), "cat-file").unwrap_or_default();
+    let mut kept = String::new();
+    let mut left = 0;
+    for line in listed.lines() {
+        let Some((id, size)) = line.split_once(' ') else {
+            continue;
+        };
+        if size.parse::<u64>().is_ok_and(|n| n <= MAX_OBJECT) {
+            kept.push_str(id);
+            kept.push('\n');
+        } else {
+            left += 1;
+        }
+    }
+    if left > 0 {
+        notes.push(format!(
+            "{left} object(s) the command wrote were not taken: larger than {} MiB unpacked",
+            MAX_OBJECT >> 20
+        ));
+    }
+    kept
 }
 
 /// Indexes the pack at `pack` (in the incoming directory) and moves it into the repository
@@ -795,7 +846,9 @@ fn extend_log(target: &Path, before: &[u8], theirs: &[u8], notes: &mut Vec<Strin
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| {
-            let temporary = target.with_extension("warden-log");
+            let mut name = target.file_name().unwrap_or_default().to_os_string();
+            name.push(".warden-log");
+            let temporary = target.with_file_name(name);
             std::fs::write(&temporary, theirs).and_then(|()| std::fs::rename(&temporary, target))
         });
     if let Err(e) = written {

@@ -295,7 +295,10 @@ pub(super) fn mask_opened(opened: &fs::File, target: &Path, plan: &Plan) -> Resu
         .iter()
         .find(|(t, _)| t == target)
         .map(|(_, id)| *id);
-    if expected.is_some_and(|id| id != (meta.dev(), meta.ino())) {
+    // Through a `.git` overlay a file shows the overlay's device: there the plan's identity
+    // cannot be compared, and the lower layer is never the command's to swap.
+    let overlaid = plan.git_overlays.iter().any(|git| target.starts_with(git));
+    if !overlaid && expected.is_some_and(|id| id != (meta.dev(), meta.ino())) {
         return Err(format!(
             "{what}: it is no longer the file the plan looked at (it changed while the sandbox \
              was being built)"

@@ -197,6 +197,9 @@ pub struct Plan {
     /// back afterwards only as history may grow ([`crate::history`]).
     #[serde(default)]
     pub git_overlays: Vec<PathBuf>,
+    /// The host `.git` each overlay shows, in the same order: where its history comes back.
+    #[serde(default)]
+    pub git_repositories: Vec<PathBuf>,
     /// Per overlay, made when the command starts: the upper and work directories of its layer.
     #[serde(default)]
     pub git_layers: Vec<(PathBuf, PathBuf)>,
@@ -225,6 +228,7 @@ impl Plan {
     /// Fails, and nothing may run, when a protected path cannot be kept as the request says.
     #[allow(clippy::too_many_lines)]
     pub fn new(request: &Request) -> Result<Self, String> {
+        let request = &with_protections(request);
         let mut mounts = Vec::new();
         let disk = request.limits.disk_mb.unwrap_or(1024);
         let existing = |p: &Path| p.exists();
@@ -286,44 +290,48 @@ impl Plan {
         });
         // Each writable root's own `.git` directory: its history is kept by an overlay, and what
         // is inside needs no mount points of its own to stay where it is.
-        let git_overlays: Vec<PathBuf> = mounts
+        let (git_overlays, git_repositories): (Vec<PathBuf>, Vec<PathBuf>) = mounts
             .iter()
             .filter_map(|m| match m {
                 Mount::Bind {
                     source,
                     target,
                     writable: true,
-                } if source == target => Some(target.join(".git")),
+                } => Some((target.join(".git"), source.join(".git"))),
                 _ => None,
             })
-            .filter(|git| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
-            .collect();
-        let mut ancestors: Vec<PathBuf> = Vec::new();
+            .filter(|(_, git)| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
+            .unzip();
+        let mut ancestors: Vec<(PathBuf, PathBuf)> = Vec::new();
         let mut placeholders = Vec::new();
         let denied = request.deny_write.iter().chain(&request.deny_read);
         for path in denied {
             let Some((root, source)) = writable_bind(path, &mounts) else {
                 continue;
             };
+            // The same place on the host, where the checks look and placeholders are made.
+            let on_host = |p: &Path| source.join(p.strip_prefix(&root).unwrap_or(p));
+            let inside = |h: &Path| root.join(h.strip_prefix(&source).unwrap_or(h));
+            let host = on_host(path);
             // A link on the way from the root would lead the mounts (and the placeholders made
             // on the host) wherever it points.
-            if let Some(link) = link_below(&root, path) {
+            if let Some(link) = link_below(&source, &host) {
                 return Err(format!(
                     "{} is protected but {} on the way to it is a symbolic link, which would \
                      take the protection elsewhere; replace it with what it points to, or remove \
                      it",
-                    path.display(),
+                    host.display(),
                     link.display()
                 ));
             }
-            let present = fs::symlink_metadata(path);
+            let present = fs::symlink_metadata(&host);
             if present.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
                 // A mount would land on the link's target, and the link itself could be
                 // replaced: there is no way to keep it as it is.
                 return Err(format!(
                     "{} is protected but is a symbolic link, which the sandbox cannot keep \
                      read-only; replace it with what it points to, or remove it",
-                    path.display()
+                    host.display()
                 ));
             }
             let protect = if present.is_ok() {
@@ -336,12 +344,12 @@ impl Plan {
                 // that is a directory, a placeholder directory becomes the mount point of an
                 // empty read-only file system; an ancestor that is a file (a worktree's `.git`)
                 // is itself kept read-only.
-                let mut nearest = path.as_path();
+                let mut nearest = host.as_path();
                 while fs::symlink_metadata(nearest).is_err() {
                     nearest = nearest.parent().unwrap_or(Path::new("/"));
                 }
                 if fs::metadata(nearest).is_ok_and(|m| m.is_dir()) {
-                    placeholders.push(source.join(path.strip_prefix(&root).unwrap_or(path)));
+                    placeholders.push(host.clone());
                     mounts.push(Mount::Tmpfs {
                         target: path.clone(),
                         writable: false,
@@ -349,7 +357,7 @@ impl Plan {
                     });
                     path.clone()
                 } else {
-                    nearest.to_path_buf()
+                    inside(nearest)
                 }
             };
             // Each directory between the writable root and the protected path becomes a mount
@@ -357,22 +365,22 @@ impl Plan {
             let mut dir = protect.parent();
             while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
                 let kept = git_overlays.iter().any(|git| d.starts_with(git));
-                if !kept && !ancestors.iter().any(|a| a == d) {
-                    ancestors.push(d.to_path_buf());
+                if !kept && !ancestors.iter().any(|(a, _)| a == d) {
+                    ancestors.push((d.to_path_buf(), on_host(d)));
                 }
                 dir = d.parent();
             }
             if present.is_ok() || protect != *path {
                 mounts.push(Mount::Bind {
-                    source: protect.clone(),
+                    source: on_host(&protect),
                     target: protect,
                     writable: false,
                 });
             }
         }
-        for dir in ancestors {
+        for (dir, host) in ancestors {
             mounts.push(Mount::Bind {
-                source: dir.clone(),
+                source: host,
                 target: dir,
                 writable,
             });
@@ -395,10 +403,11 @@ impl Plan {
         let masked = masks::mask(request, &mut mounts, has_workspace, writable)?;
         // A `.git` that is itself a mount's target (hidden, say) is that mount, not an overlay,
         // and a mount point of its own all the same.
-        let git_overlays: Vec<PathBuf> = git_overlays
+        let (git_overlays, git_repositories): (Vec<PathBuf>, Vec<PathBuf>) = git_overlays
             .into_iter()
-            .filter(|git| !mounts.iter().any(|m| target(m) == git.as_path()))
-            .collect();
+            .zip(git_repositories)
+            .filter(|(git, _)| !mounts.iter().any(|m| target(m) == git.as_path()))
+            .unzip();
         mounts.sort_by_key(|m| depth(target(m)));
         let run_as = match request.root_identity {
             RootIdentity::Unprivileged(id) if crate::sys::effective_uid() == 0 => Some(id),
@@ -436,6 +445,7 @@ impl Plan {
             landlock_denied: request.landlock_denied.clone(),
             mask_ids: masked.ids,
             git_overlays,
+            git_repositories,
             git_layers: Vec::new(),
             shown_as_owner: has_workspace
                 .then(|| request.workspace.clone())
@@ -501,6 +511,55 @@ fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
 /// host's root, where a link to an absolute path would lead elsewhere.
 fn real(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `request` with the files that run code on the host later protected in each of its writable
+/// roots (the workspace, `allow_write`, writable mounts), whoever built it: the list of
+/// [`warden_config::AUTO_RUN`] and what the repository there names, at the root's target.
+fn with_protections(request: &Request) -> Request {
+    let mut request = request.clone();
+    let mut roots: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if request.profile != Profile::ReadOnly {
+        if !request.workspace.as_os_str().is_empty() {
+            roots.push((request.workspace.clone(), real(&request.workspace)));
+        }
+        roots.extend(request.allow_write.iter().map(|d| (d.clone(), real(d))));
+        // A writable mount the caller builds inside itself (the manifest runner's checkouts,
+        // with a `.git` of its own over theirs) is the caller's to keep.
+        let inside = |t: &Path| {
+            request
+                .mounts
+                .iter()
+                .any(|(_, other, _)| other.starts_with(t) && other != t)
+        };
+        roots.extend(
+            request
+                .mounts
+                .iter()
+                .filter(|(_, target, rw)| *rw && !inside(target))
+                .map(|(source, target, _)| (target.clone(), real(source))),
+        );
+    }
+    // Sized scratch space is a tmpfs of the sandbox's own, gone with it: nothing there runs later.
+    let scratch = |s: &Path| request.sized.iter().any(|(dir, _)| s.starts_with(dir));
+    for (target, source) in roots.iter().filter(|(_, s)| s.is_dir() && !scratch(s)) {
+        let named = warden_config::repository_auto_run(source);
+        let found = named
+            .iter()
+            .filter_map(|p| p.strip_prefix(source).ok())
+            .map(Path::to_path_buf);
+        for rel in warden_config::AUTO_RUN
+            .iter()
+            .map(PathBuf::from)
+            .chain(found)
+        {
+            let path = target.join(rel);
+            if !request.deny_write.contains(&path) {
+                request.deny_write.push(path);
+            }
+        }
+    }
+    request
 }
 
 /// The first directory strictly between `root` and `path` that is a symbolic link, if any.
