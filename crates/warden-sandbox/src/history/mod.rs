@@ -37,7 +37,8 @@ impl Layers {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let dir = std::env::temp_dir().join(format!(
-                "warden-history-{}-{n}-{nanos:08x}",
+                "warden-history-{}-{}-{n}-{nanos:08x}",
+                pid_namespace(),
                 std::process::id()
             ));
             let made = make_layer(&dir, owner);
@@ -74,20 +75,41 @@ fn sweep() {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
+        // Made in this PID namespace (a process id means something only there), by a process
+        // that is gone.
+        let mut parts = name
             .to_str()
             .and_then(|n| n.strip_prefix("warden-history-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
+            .unwrap_or_default()
+            .split('-');
+        let (Some(ns), Some(pid)) = (parts.next(), parts.next()) else {
             continue;
         };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if ns != pid_namespace() {
+            continue;
+        }
         let own = std::fs::symlink_metadata(entry.path())
             .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == crate::sys::effective_uid());
         if own && !Path::new(&format!("/proc/{pid}")).exists() {
             remove(&entry.path());
         }
     }
+}
+
+/// This process's PID namespace, by its inode number.
+fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            let text = l.to_string_lossy().into_owned();
+            text.strip_prefix("pid:[")
+                .and_then(|t| t.strip_suffix(']'))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "0".to_owned())
 }
 
 fn make_layer(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
