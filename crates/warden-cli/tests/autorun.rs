@@ -311,3 +311,49 @@ fn a_root_named_through_a_link_or_mounted_elsewhere_is_protected_the_same() {
         assert!(!repo.join(".git/hooks/x").exists(), "{dir}");
     }
 }
+
+#[test]
+fn a_hooks_directory_named_outside_the_root_is_kept_in_the_root_that_shows_it() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let hooks = p.tmp().join("elsewhere/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::remove_dir_all(p.root().join(".git")).unwrap();
+    let git = |args: &[&str]| {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(p.root())
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", &hooks.display().to_string()]);
+    let hook = hooks.join("post-commit");
+    let write = format!("echo evil > {}", hook.display());
+    let unsandboxed = std::process::Command::new("sh")
+        .args(["-c", &write])
+        .status()
+        .unwrap();
+    assert!(
+        unsandboxed.success() && hook.exists(),
+        "the probe must write unsandboxed"
+    );
+    std::fs::remove_file(&hook).unwrap();
+    let elsewhere = p.tmp().join("elsewhere").display().to_string();
+    let run = p.run(&[
+        "exec",
+        "--allow-write",
+        &elsewhere,
+        "--",
+        "sh",
+        "-c",
+        &write,
+    ]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(!hook.exists());
+}

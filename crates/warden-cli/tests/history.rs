@@ -410,3 +410,44 @@ fn what_would_run_on_the_host_later_does_not_come_back_through_git() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(git(&p.root(), &["status", "--porcelain"]), "M a.txt");
 }
+
+#[test]
+fn a_hook_passed_through_on_the_way_or_left_in_a_reflog_does_not_come_back() {
+    let (p, _, second) = repository();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // A fast-forward of `main` through a commit that adds `.envrc` and the next that takes it
+    // out again, and reflog lines that send `main@{0}` and `git checkout -` to another commit
+    // with `.envrc`.
+    let script = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a \
+         GIT_COMMITTER_EMAIL=a@b; b=$(echo 'echo pwned' | git hash-object -w --stdin); \
+         t=$(git ls-tree HEAD | { cat; printf '100644 blob %s\\t.envrc\\n' $b; } | git mktree); \
+         c1=$(git commit-tree -p HEAD -m add $t); \
+         c2=$(git commit-tree -p $c1 -m remove $(git rev-parse HEAD^{tree})); \
+         e=$(git commit-tree -p HEAD -m other $t); m=$(git rev-parse HEAD); \
+         git update-ref refs/heads/main $c2 && \
+         printf '%s %s a <a@b> 1796172999 +0000\\tcheckout: moving from %s to main\\n' $m $m $e >> .git/logs/HEAD && \
+         printf '%s %s a <a@b> 1796172999 +0000\\tcommit: fix\\n' $c2 $e >> .git/logs/refs/heads/main";
+    let copy = unsandboxed(&p, script);
+    let probe = Command::new("sh")
+        .args(["-c", "git checkout -q HEAD~1 2>/dev/null; test -f .envrc"])
+        .current_dir(&copy)
+        .status()
+        .unwrap();
+    assert!(probe.success(), "the probe must reach .envrc unsandboxed");
+    let run = exec(&p, script);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.json()["sandbox"]["history"]
+            .to_string()
+            .contains("refs/heads/main"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(git(&p.root(), &["rev-parse", "main"]), second);
+    let reflog = git(&p.root(), &["reflog", "--format=%s", "main"]);
+    assert!(!reflog.contains("fix"), "{reflog}");
+    let head_log = std::fs::read_to_string(p.root().join(".git/logs/HEAD")).unwrap();
+    assert!(!head_log.contains("1796172999"), "{head_log}");
+}

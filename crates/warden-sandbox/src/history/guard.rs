@@ -18,9 +18,20 @@ impl Protected {
     /// For the repository whose git directory is `git_dir` (its working tree the directory
     /// above).
     pub(super) fn of(git_dir: &Path) -> Self {
-        let Some(root) = git_dir.parent() else {
+        let Some(parent) = git_dir.parent() else {
             return Self { specs: Vec::new() };
         };
+        // A submodule's repository (`.git/modules/x`) names its working tree in its
+        // configuration.
+        let mut top = super::git::plain(parent);
+        top.arg(format!("--git-dir={}", git_dir.display()))
+            .args(["rev-parse", "--show-toplevel"]);
+        let root = output(top, "rev-parse")
+            .ok()
+            .map(|t| std::path::PathBuf::from(t.trim()))
+            .filter(|t| t.is_dir())
+            .unwrap_or_else(|| parent.to_path_buf());
+        let root = root.as_path();
         let mut specs: Vec<String> = warden_config::AUTO_RUN
             .iter()
             .map(|s| (*s).to_owned())
@@ -38,8 +49,11 @@ impl Protected {
         Self { specs }
     }
 
-    /// The protected paths whose content differs between the trees of `from` and `to`; an error
-    /// (counted as a change) where git cannot tell.
+    /// The protected paths whose content differs between the trees of `from` and `to`, or that
+    /// any commit new to the repository on the way to `to` changes (a commit that adds a hook
+    /// and the next that takes it out again is reached by a checkout of the first, a bisect, a
+    /// rebase); an error (counted as a change) where git cannot tell. Commits only warden's own
+    /// refs reach count as new.
     pub(super) fn changed(
         &self,
         git: &HardenedGit,
@@ -62,11 +76,34 @@ impl Protected {
             "--",
         ])
         .args(&self.specs);
-        Ok(output(diff, "diff-tree")?
-            .split('\0')
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned)
-            .collect())
+        let mut paths: Vec<String> = names(&output(diff, "diff-tree")?);
+        let mut new = git.command(git_dir);
+        new.args(["rev-list", to, "--not", "--exclude=refs/warden/*", "--all"]);
+        let commits = output(new, "rev-list")?;
+        if !commits.trim().is_empty() {
+            let mut each = git.command(git_dir);
+            each.args([
+                "diff-tree",
+                "--stdin",
+                "--root",
+                "-m",
+                "-r",
+                "--no-renames",
+                "--no-commit-id",
+                "--name-only",
+                "-z",
+                "--",
+            ])
+            .args(&self.specs);
+            paths.extend(names(&super::publish::with_input(
+                each,
+                commits.into_bytes(),
+                "diff-tree",
+            )?));
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
     }
 
     /// The entries of the index at `index` (the repository's own when `None`) at protected
@@ -88,6 +125,15 @@ impl Protected {
             .args(&self.specs);
         output(list, "ls-files")
     }
+}
+
+/// The names of a `-z` list.
+fn names(listed: &str) -> Vec<String> {
+    listed
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The commit a new ref is measured against: `HEAD` when the command started, or the empty

@@ -65,7 +65,7 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
         Path::new(""),
         &mut logs,
     );
-    refs(&git, git_dir, upper, &guard, notes);
+    let moved = refs(&git, git_dir, upper, &guard, notes);
     // Never a rebase's or a sequence's state (`rebase-merge/`, `rebase-apply/`, `sequencer/`):
     // their to-do lists hold `exec` lines, which git would run on the host at `--continue`. Nor,
     // then, the detached `HEAD` and the index it left: the branch stays where it was.
@@ -86,8 +86,23 @@ fn repository(upper: &Path, git_dir: &Path, depth: usize, notes: &mut Vec<String
             unfinished.join("/, ")
         ));
     }
+    // Reflog lines only of refs that came back, and only lines the ref's history holds: a line
+    // is what `main@{1}` and `git checkout -` go to. Never `HEAD`'s reflog.
+    let base = git_dir.join("logs");
     for (target, before, theirs) in logs {
-        extend_log(&target, &before, &theirs, notes);
+        let name = target.strip_prefix(&base).ok().and_then(Path::to_str);
+        let Some(value) = name.and_then(|n| moved.get(n)) else {
+            continue;
+        };
+        let lines = reflog_lines(&git, git_dir, &before, &theirs, value);
+        if !lines.is_empty() {
+            extend_log(
+                &target,
+                &before,
+                &[before.as_slice(), &lines].concat(),
+                notes,
+            );
+        }
     }
     if depth < MAX_DEPTH {
         modules(
@@ -184,7 +199,7 @@ fn lines(lines: &[String]) -> Vec<u8> {
 
 /// Runs `cmd` with `input` on its standard input (written by a thread of its own, so that a
 /// long answer cannot block a long question).
-fn with_input(cmd: Command, input: Vec<u8>, what: &str) -> Result<String, String> {
+pub(super) fn with_input(cmd: Command, input: Vec<u8>, what: &str) -> Result<String, String> {
     with_input_to(cmd, input, what, Stdio::piped())
 }
 
@@ -389,7 +404,14 @@ fn pack_loose(
 /// The refs the layer holds (its `packed-refs`, then its loose refs over them): new ones made,
 /// forward moves made, other moves made with the old value kept under `refs/warden/kept/`.
 /// Removed refs stay.
-fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &mut Vec<String>) {
+fn refs(
+    git: &HardenedGit,
+    git_dir: &Path,
+    upper: &Path,
+    guard: &Guard,
+    notes: &mut Vec<String>,
+) -> BTreeMap<String, String> {
+    let mut moved = BTreeMap::new();
     let mut wanted: BTreeMap<String, String> = BTreeMap::new();
     if let Some(bytes) = read(&upper.join("packed-refs")) {
         for line in String::from_utf8_lossy(&bytes).lines() {
@@ -412,7 +434,7 @@ fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &
             && is_hex_id(id)
     });
     if wanted.is_empty() {
-        return;
+        return moved;
     }
     let mut list = git.command(git_dir);
     list.args(["for-each-ref", "--format=%(objectname) %(refname)"]);
@@ -441,10 +463,11 @@ fn refs(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &
         let at = Ref { name, old, new };
         if let Some(why) = held(git, git_dir, guard, &at) {
             hold(git, git_dir, &at, &why, stamp, notes);
-        } else {
-            move_ref(git, git_dir, &at, stamp, notes);
+        } else if move_ref(git, git_dir, &at, stamp, notes) {
+            moved.insert(name.clone(), new.clone());
         }
     }
+    moved
 }
 
 /// A ref the layer moved: its name, the repository's value, the layer's.
@@ -496,7 +519,13 @@ fn hold(
 
 /// Moves `at`: made when new, moved when forward, and otherwise moved with its old value kept
 /// under `refs/warden/kept/`.
-fn move_ref(git: &HardenedGit, git_dir: &Path, at: &Ref<'_>, stamp: u64, notes: &mut Vec<String>) {
+fn move_ref(
+    git: &HardenedGit,
+    git_dir: &Path,
+    at: &Ref<'_>,
+    stamp: u64,
+    notes: &mut Vec<String>,
+) -> bool {
     let (name, new) = (at.name, at.new);
     let mut transaction: Vec<String> = Vec::new();
     let mut kept = None;
@@ -513,16 +542,16 @@ fn move_ref(git: &HardenedGit, git_dir: &Path, at: &Ref<'_>, stamp: u64, notes: 
     }
     let mut update = git.command(git_dir);
     update.args(["update-ref", "--stdin"]);
-    match with_input(update, lines(&transaction), "update-ref") {
-        Err(e) => notes.push(format!("{name} was left as it was: {e}")),
-        Ok(_) => {
-            if let Some((old, keep)) = kept {
-                notes.push(format!(
-                    "{name} moved from {old} to {new}, not forward: its old value is kept as {keep}"
-                ));
-            }
-        }
+    if let Err(e) = with_input(update, lines(&transaction), "update-ref") {
+        notes.push(format!("{name} was left as it was: {e}"));
+        return false;
     }
+    if let Some((old, keep)) = kept {
+        notes.push(format!(
+            "{name} moved from {old} to {new}, not forward: its old value is kept as {keep}"
+        ));
+    }
+    true
 }
 
 fn loose_refs(dir: &Path, prefix: &str, wanted: &mut BTreeMap<String, String>, depth: usize) {
@@ -663,7 +692,7 @@ fn head(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &
 /// paths are the repository's.
 fn index(git: &HardenedGit, git_dir: &Path, upper: &Path, guard: &Guard, notes: &mut Vec<String>) {
     let theirs = upper.join("index");
-    if kind(&theirs) != Kind::File {
+    if kind(&theirs) != Kind::File || read(&theirs) == read(&git_dir.join("index")) {
         return;
     }
     let made = index_paths_are_plain(git, git_dir, &theirs).and_then(|entries| {
@@ -832,6 +861,36 @@ fn reflogs(dir: &Path, to: &Path, rel: &Path, logs: &mut Vec<Log>) {
             _ => {}
         }
     }
+}
+
+/// The lines the layer's reflog (`theirs`) adds to the real one (`before`) that lead only where
+/// the ref that came back (`value`) has been: each line's new value (what `main@{n}` goes to)
+/// in its history.
+fn reflog_lines(
+    git: &HardenedGit,
+    git_dir: &Path,
+    before: &[u8],
+    theirs: &[u8],
+    value: &str,
+) -> Vec<u8> {
+    let field = |line: &str, n: usize| line.split(' ').nth(n).unwrap_or_default().to_owned();
+    let start = before.len().min(theirs.len());
+    let last = String::from_utf8_lossy(before)
+        .lines()
+        .last()
+        .map(|l| field(l, 1))
+        .unwrap_or_default();
+    let held = |id: &str| id == value || is_ancestor(git, git_dir, id, value);
+    let mut kept = Vec::new();
+    for line in String::from_utf8_lossy(&theirs[start..]).lines() {
+        let (old, new) = (field(line, 0), field(line, 1));
+        let known = old == last || old.bytes().all(|b| b == b'0') || is_hex_id(&old);
+        if is_hex_id(&new) && known && held(&new) {
+            kept.extend_from_slice(line.as_bytes());
+            kept.push(b'\n');
+        }
+    }
+    kept
 }
 
 /// Makes the reflog at `target` the layer's (`theirs`), if it still starts with what it held

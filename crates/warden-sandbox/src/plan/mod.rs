@@ -524,36 +524,31 @@ fn with_protections(request: &Request) -> Request {
             roots.push((request.workspace.clone(), real(&request.workspace)));
         }
         roots.extend(request.allow_write.iter().map(|d| (d.clone(), real(d))));
-        // A writable mount the caller builds inside itself (the manifest runner's checkouts,
-        // with a `.git` of its own over theirs) is the caller's to keep.
-        let inside = |t: &Path| {
-            request
-                .mounts
-                .iter()
-                .any(|(_, other, _)| other.starts_with(t) && other != t)
-        };
         roots.extend(
             request
                 .mounts
                 .iter()
-                .filter(|(_, target, rw)| *rw && !inside(target))
+                .filter(|(_, _, rw)| *rw)
                 .map(|(source, target, _)| (target.clone(), real(source))),
         );
     }
     // Sized scratch space is a tmpfs of the sandbox's own, gone with it: nothing there runs later.
     let scratch = |s: &Path| request.sized.iter().any(|(dir, _)| s.starts_with(dir));
     for (target, source) in roots.iter().filter(|(_, s)| s.is_dir() && !scratch(s)) {
-        let named = warden_config::repository_auto_run(source);
-        let found = named
+        let mut protect: Vec<PathBuf> = warden_config::AUTO_RUN
             .iter()
-            .filter_map(|p| p.strip_prefix(source).ok())
-            .map(Path::to_path_buf);
-        for rel in warden_config::AUTO_RUN
-            .iter()
-            .map(PathBuf::from)
-            .chain(found)
-        {
-            let path = target.join(rel);
+            .map(|rel| target.join(rel))
+            .collect();
+        // What the repository names (a hooks directory) wherever a writable root shows it, this
+        // one or another.
+        for named in warden_config::repository_auto_run(source) {
+            for (other_target, other_source) in &roots {
+                if let Ok(rel) = named.strip_prefix(other_source) {
+                    protect.push(other_target.join(rel));
+                }
+            }
+        }
+        for path in protect {
             if !request.deny_write.contains(&path) {
                 request.deny_write.push(path);
             }
