@@ -5,24 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Project, Run, sandbox_available};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=a", "-c", "user.email=a@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use crate::support::{Project, Run, git, sandbox_available};
 
 /// Whether `dir`'s repository still has `id` and its history is sound.
 fn holds(dir: &Path, id: &str) -> bool {

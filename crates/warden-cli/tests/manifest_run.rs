@@ -10,28 +10,12 @@ use std::process::Command;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::support::{Project, Run, finish, sandbox_available};
+use crate::support::{Project, Run, finish, git, sandbox_available};
 
 const SEED: &str = include_str!("../../warden-manifest/tests/fixtures/seed-003.yaml");
 
 /// The credential of the capability test.
 const TOKEN: &str = "ghs_CapabilityToken0123456789abcdefXYZ";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A git repository in the project: a slug function with a failing test, committed.
 fn repo(p: &Project) -> String {

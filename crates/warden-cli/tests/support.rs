@@ -187,6 +187,25 @@ pub(crate) fn sandbox_available(p: &Project) -> bool {
     false
 }
 
+/// `git args` in `dir` with no system or global configuration (a committer named), its output
+/// trimmed; it must succeed.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=a", "-c", "user.email=a@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// Whether npm can run here; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
 pub(crate) fn npm() -> bool {
     let npm = Command::new("npm")

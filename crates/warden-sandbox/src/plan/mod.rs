@@ -290,18 +290,11 @@ impl Plan {
         });
         // Each writable root's own `.git` directory: its history is kept by an overlay, and what
         // is inside needs no mount points of its own to stay where it is.
-        let (git_overlays, git_repositories): (Vec<PathBuf>, Vec<PathBuf>) = mounts
-            .iter()
-            .filter_map(|m| match m {
-                Mount::Bind {
-                    source,
-                    target,
-                    writable: true,
-                } => Some((target.join(".git"), source.join(".git"))),
-                _ => None,
-            })
-            .filter(|(_, git)| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
-            .unzip();
+        let (git_overlays, git_repositories): (Vec<PathBuf>, Vec<PathBuf>) =
+            writable_binds(&mounts)
+                .map(|(target, source)| (target.join(".git"), source.join(".git")))
+                .filter(|(_, git)| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
+                .unzip();
         let mut ancestors: Vec<(PathBuf, PathBuf)> = Vec::new();
         let mut placeholders = Vec::new();
         let denied = request.deny_write.iter().chain(&request.deny_read);
@@ -461,18 +454,8 @@ impl Plan {
     /// The outermost writable bind whose target holds `path` below it (not `path` itself): its
     /// target and source. What is below it is the command's to change.
     pub(crate) fn writable_root_above(&self, path: &Path) -> Option<(&Path, &Path)> {
-        self.mounts
-            .iter()
-            .filter_map(|m| match m {
-                Mount::Bind {
-                    source,
-                    target,
-                    writable: true,
-                } if path.starts_with(target) && path != target => {
-                    Some((target.as_path(), source.as_path()))
-                }
-                _ => None,
-            })
+        writable_binds(&self.mounts)
+            .filter(|(target, _)| path.starts_with(target) && path != *target)
             .min_by_key(|(target, _)| depth(target))
     }
 
@@ -494,17 +477,22 @@ impl Plan {
 
 /// The deepest writable bind that holds `path`, if one does: its target and its source.
 fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
-    mounts
-        .iter()
-        .filter_map(|m| match m {
-            Mount::Bind {
-                source,
-                target,
-                writable: true,
-            } if path.starts_with(target) => Some((target.clone(), source.clone())),
-            _ => None,
-        })
+    writable_binds(mounts)
+        .filter(|(target, _)| path.starts_with(target))
         .max_by_key(|(target, _)| depth(target))
+        .map(|(target, source)| (target.to_path_buf(), source.to_path_buf()))
+}
+
+/// The writable binds among `mounts`: their targets and sources.
+fn writable_binds(mounts: &[Mount]) -> impl Iterator<Item = (&Path, &Path)> {
+    mounts.iter().filter_map(|m| match m {
+        Mount::Bind {
+            source,
+            target,
+            writable: true,
+        } => Some((target.as_path(), source.as_path())),
+        _ => None,
+    })
 }
 
 /// `path` with every link on the way resolved: the sandbox reaches a bind's source through the
