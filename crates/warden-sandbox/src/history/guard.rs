@@ -95,7 +95,7 @@ impl Protected {
                 "--",
             ])
             .args(&self.specs);
-            paths.extend(names(&super::publish::with_input(
+            paths.extend(names(&super::layer::with_input(
                 each,
                 commits.into_bytes(),
                 "diff-tree",

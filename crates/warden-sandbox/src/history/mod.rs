@@ -9,7 +9,10 @@
 
 pub mod git;
 mod guard;
+mod layer;
+mod objects;
 mod publish;
+mod refs;
 
 use std::path::{Path, PathBuf};
 
