@@ -183,13 +183,20 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
     let (addr, mut rule) = (decided.addr, decided.rule);
     rec.ip = Some(addr.ip());
     // Plain HTTP shows its method and path: rules that limit them decide here.
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let mut path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     rec.path = Some(path.clone());
-    if let Some(rules) = decided
+    let rules = decided
         .intercept
         .as_ref()
-        .and_then(crate::server::Intercept::rules)
-    {
+        .and_then(crate::server::Intercept::rules);
+    // Where paths decide, they are decided, and forwarded, in one spelling.
+    if rules.is_some() || shared.gates_paths(&host) {
+        path = match crate::path::normalise(&path) {
+            Ok(normal) => normal,
+            Err(why) => return deny(&shared, rec, StatusCode::FORBIDDEN, why),
+        };
+    }
+    if let Some(rules) = rules {
         let method = req.method().as_str().to_owned();
         let Some(entry) = rules.iter().find(|e| e.matches_request(&method, &path)) else {
             let why = format!("{method} {path} on {host} is not allowed by the allowlist");

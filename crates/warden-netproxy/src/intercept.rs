@@ -168,6 +168,31 @@ pub(crate) async fn serve<C>(
         .await;
 }
 
+/// Why the request's `Host` is not the host the tunnel is for, if it is not.
+fn other_host(req: &Request<Incoming>, host: &Host) -> Option<String> {
+    let named = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|h| crate::host::split_port(h).ok())
+        .and_then(|(h, _)| Host::parse(h).ok());
+    named
+        .is_some_and(|h| h != *host)
+        .then(|| format!("the Host header is not {host}, the host of this tunnel"))
+}
+
+/// `path` normalised ([`crate::path::normalise`]), and `req` sent for it.
+fn one_spelling(req: &mut Request<Incoming>, path: &str) -> Result<String, String> {
+    let normal = crate::path::normalise(path)?;
+    if normal != path {
+        let Ok(uri) = normal.parse() else {
+            return Err(format!("the path {normal:?} is not a request target"));
+        };
+        *req.uri_mut() = uri;
+    }
+    Ok(normal)
+}
+
 async fn request(
     shared: Arc<Shared>,
     mut req: Request<Incoming>,
@@ -177,7 +202,7 @@ async fn request(
     template: Record,
 ) -> Response<crate::http::Body> {
     let method = req.method().to_string();
-    let path = req
+    let mut path = req
         .uri()
         .path_and_query()
         .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
@@ -187,17 +212,19 @@ async fn request(
     rec.path = Some(path.clone());
     rec.authorization = req.headers().contains_key(hyper::header::AUTHORIZATION);
     rec.cookie = req.headers().contains_key(hyper::header::COOKIE);
-    // The Host header must be the host the tunnel is for.
-    let named = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|h| crate::host::split_port(h).ok())
-        .and_then(|(h, _)| Host::parse(h).ok());
-    if named.is_some_and(|h| h != *host) {
-        let why = format!("the Host header is not {host}, the host of this tunnel");
+    if let Some(why) = other_host(&req, host) {
         shared.record(rec.because(&why));
         return crate::http::text(StatusCode::BAD_REQUEST, &why);
+    }
+    // Where paths decide, they are decided, and forwarded, in one spelling.
+    if rules.is_some() || shared.gates_paths(host) {
+        match one_spelling(&mut req, &path) {
+            Ok(normal) => path = normal,
+            Err(why) => {
+                shared.record(rec.because(&why));
+                return crate::http::text(StatusCode::FORBIDDEN, &why);
+            }
+        }
     }
     if let Some(rules) = rules {
         let Some(rule) = rules.iter().find(|e| e.matches_request(&method, &path)) else {

@@ -11,6 +11,7 @@
 mod host;
 mod http;
 mod intercept;
+pub mod path;
 mod policy;
 mod server;
 mod socks;

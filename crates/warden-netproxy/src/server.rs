@@ -367,6 +367,12 @@ impl Shared {
     }
 
     /// The gate's answer about a request to `host`, when the gate covers it.
+    /// Whether requests to `host` are decided by their paths: a gate (capabilities' scopes)
+    /// stands for it.
+    pub(crate) fn gates_paths(&self, host: &Host) -> bool {
+        self.gate.is_some() && self.gated(host)
+    }
+
     pub(crate) async fn gate(
         &self,
         host: &Host,

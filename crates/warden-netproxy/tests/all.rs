@@ -208,6 +208,50 @@ fn an_allowed_host_is_reached_by_a_forwarded_request() {
     assert_eq!(h.proxy.counts().allowed, 1);
 }
 
+/// The spellings of a path outside `/lodash` that a rule for `/lodash*` matched on the raw path.
+const CLIMBING: &[&str] = &[
+    "/lodash/../evil",
+    "/lodash/%2e%2e/evil",
+    "/lodash/%2E%2e/evil",
+    "/lodash%2f..%2fevil",
+    "/lodash%2F..%2Fevil",
+    "/lodash%5c..%5cevil",
+    "/lodash\\..\\evil",
+    "/lodash/..//evil",
+    "/lodash%00/../evil",
+];
+
+#[test]
+fn path_rules_decide_on_one_spelling_and_forward_it() {
+    let server = http_server();
+    let h = harness(
+        &list(&[&format!("GET allowed.test:{server}/lodash*")]),
+        &[],
+        false,
+    );
+    let get = |path: &str| {
+        h.http(&format!(
+            "GET http://allowed.test:{server}{path} HTTP/1.1\r\nHost: allowed.test:{server}\r\n\
+             Connection: close\r\n\r\n"
+        ))
+    };
+    // Reachable under the rule, and forwarded as it was checked.
+    let answer = get("/lodash/./x/%7e1");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("GET /lodash/x/~1 HTTP/1.1"), "{answer}");
+    let answer = get("/evil");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    for path in CLIMBING {
+        let answer = get(path);
+        assert!(answer.starts_with("HTTP/1.1 403"), "{path}: {answer}");
+        // The upstream answers with the request line it got and the `Host`.
+        assert!(
+            !answer.contains(" host="),
+            "{path} reached the upstream: {answer}"
+        );
+    }
+}
+
 #[test]
 fn a_tunnel_passes_when_its_tls_server_name_is_the_host() {
     let echo = echo_server();
@@ -596,6 +640,24 @@ mod intercepted {
             .cert
             .pem();
         assert!(request(proxy_port, port, &stranger, "GET /pkg/left-pad").is_err());
+    }
+
+    #[test]
+    fn path_rules_inside_tls_decide_on_one_spelling_and_forward_it() {
+        let (port, root) = tls_server();
+        let (proxy, proxy_port, _) =
+            proxy(&format!("GET secure.test:{port}/lodash*"), root, Vec::new());
+        let ca = proxy.ca_pem().unwrap();
+        let fetched = request(proxy_port, port, &ca, "GET /lodash/./x").unwrap();
+        assert!(fetched.contains("GET /lodash/x HTTP/1.1"), "{fetched}");
+        for path in super::CLIMBING {
+            let answer = request(proxy_port, port, &ca, &format!("GET {path}")).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 4"), "{path}: {answer}");
+            assert!(
+                !answer.contains("auth="),
+                "{path} reached the upstream: {answer}"
+            );
+        }
     }
 
     #[test]
