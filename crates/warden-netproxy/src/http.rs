@@ -158,23 +158,8 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
     rec.host = host.to_string();
     let port = authority.port_u16().unwrap_or(80);
     // The Host header must name what the URI names: no asking one host for another's pages.
-    let header = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    if let Some(header) = header {
-        let same = split_port(&header).ok().is_some_and(|(h, p)| {
-            Host::parse(h).is_ok_and(|h| h == host) && p.unwrap_or(80) == port
-        });
-        if !same {
-            return deny(
-                &shared,
-                rec,
-                StatusCode::BAD_REQUEST,
-                format!("the Host header {header:?} is not the URL's host {host}:{port}"),
-            );
-        }
+    if let Err(why) = host_header_names(req.headers(), &host, port, 80, "the URL's host") {
+        return deny(&shared, rec, StatusCode::BAD_REQUEST, why);
     }
     let decided = match shared.decide(&host, port).await {
         Ok(found) => found,
@@ -214,17 +199,13 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
         }
         crate::server::GateAnswer::Pass => {}
     }
-    for injection in shared
-        .injections
-        .iter()
-        .filter(|i| i.host.matches_host(&host))
-    {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::from_bytes(injection.header.as_bytes()),
-            hyper::header::HeaderValue::from_str(&injection.value),
-        ) {
-            req.headers_mut().insert(name, value);
-        }
+    // A credential the proxy puts on requests goes only inside TLS it ended itself: over plain
+    // HTTP it would cross the wire in clear.
+    if shared.injections.iter().any(|i| i.host.matches_host(&host)) {
+        let why = format!(
+            "requests to {host} carry a credential, which goes only over TLS: use https://"
+        );
+        return deny(&shared, rec, StatusCode::FORBIDDEN, why);
     }
     let upstream = match TcpStream::connect(addr).await {
         Ok(s) => s,
@@ -278,5 +259,36 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
                 &format!("the upstream failed: {e}"),
             )
         }
+    }
+}
+
+/// Whether the request's `Host` header, if it has one, names `host` and `port` (and nothing
+/// else): one header, UTF-8, a host and port that parse and are these. Why not, otherwise.
+pub(crate) fn host_header_names(
+    headers: &hyper::HeaderMap,
+    host: &Host,
+    port: u16,
+    default_port: u16,
+    whose: &str,
+) -> Result<(), String> {
+    let mut all = headers.get_all(hyper::header::HOST).iter();
+    let Some(value) = all.next() else {
+        return Ok(());
+    };
+    if all.next().is_some() {
+        return Err("the request has more than one Host header".to_owned());
+    }
+    let text = value
+        .to_str()
+        .map_err(|_| "the Host header is not text".to_owned())?;
+    let same = split_port(text).ok().is_some_and(|(h, p)| {
+        Host::parse(h).is_ok_and(|h| h == *host) && p.unwrap_or(default_port) == port
+    });
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Host header {text:?} is not {whose} {host}:{port}"
+        ))
     }
 }

@@ -168,17 +168,21 @@ pub(crate) async fn serve<C>(
         .await;
 }
 
-/// Why the request's `Host` is not the host the tunnel is for, if it is not.
-fn other_host(req: &Request<Incoming>, host: &Host) -> Option<String> {
-    let named = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|h| crate::host::split_port(h).ok())
-        .and_then(|(h, _)| Host::parse(h).ok());
-    named
-        .is_some_and(|h| h != *host)
-        .then(|| format!("the Host header is not {host}, the host of this tunnel"))
+/// The credentials for `host`, set here (inside TLS this proxy ended) and never seen inside the
+/// sandbox.
+fn put_credentials(shared: &Shared, req: &mut Request<Incoming>, host: &Host) {
+    for injection in shared
+        .injections
+        .iter()
+        .filter(|i| i.host.matches_host(host))
+    {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(injection.header.as_bytes()),
+            hyper::header::HeaderValue::from_str(&injection.value),
+        ) {
+            req.headers_mut().insert(name, value);
+        }
+    }
 }
 
 /// `path` normalised ([`crate::path::normalise`]), and `req` sent for it.
@@ -212,7 +216,10 @@ async fn request(
     rec.path = Some(path.clone());
     rec.authorization = req.headers().contains_key(hyper::header::AUTHORIZATION);
     rec.cookie = req.headers().contains_key(hyper::header::COOKIE);
-    if let Some(why) = other_host(&req, host) {
+    // The Host header must be the host and port the tunnel is for.
+    if let Err(why) =
+        crate::http::host_header_names(req.headers(), host, addr.port(), 443, "the tunnel's host")
+    {
         shared.record(rec.because(&why));
         return crate::http::text(StatusCode::BAD_REQUEST, &why);
     }
@@ -250,19 +257,7 @@ async fn request(
         crate::server::GateAnswer::Add(headers) => set_headers(&mut req, &headers),
         crate::server::GateAnswer::Pass => {}
     }
-    // Credentials for this host, set here and never seen inside the sandbox.
-    for injection in shared
-        .injections
-        .iter()
-        .filter(|i| i.host.matches_host(host))
-    {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::from_bytes(injection.header.as_bytes()),
-            hyper::header::HeaderValue::from_str(&injection.value),
-        ) {
-            req.headers_mut().insert(name, value);
-        }
-    }
+    put_credentials(&shared, &mut req, host);
     for name in ["proxy-authorization", "proxy-connection"] {
         req.headers_mut().remove(name);
     }

@@ -253,6 +253,79 @@ fn path_rules_decide_on_one_spelling_and_forward_it() {
 }
 
 #[test]
+fn a_credential_never_goes_over_plain_http() {
+    let server = http_server();
+    let allow = list(&[&format!("allowed.test:{server}")]);
+    let get = format!(
+        "GET http://allowed.test:{server}/whoami HTTP/1.1\r\nHost: allowed.test:{server}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    // Reachable without a credential for it.
+    let h = harness(&allow, &[], false);
+    assert!(h.http(&get).contains(" host="));
+    let mut h = harness(&allow, &[], false);
+    h.proxy = {
+        let records = Arc::clone(&h.records);
+        let mut config = Config::new(
+            NetPolicy::new(&allow, &[], false).unwrap(),
+            Resolver::Fixed(vec![(
+                "allowed.test".into(),
+                vec!["127.0.0.1".parse().unwrap()],
+            )]),
+            Arc::new(move |r| records.lock().unwrap().push(r)),
+        );
+        config.inject = vec![warden_netproxy::Injection {
+            host: warden_netproxy::Entry::parse("allowed.test").unwrap(),
+            header: "authorization".into(),
+            value: "Bearer short-lived-123".into(),
+        }];
+        Proxy::start(config).unwrap()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    h.port = listener.local_addr().unwrap().port();
+    h.proxy.serve(listener).unwrap();
+    let answer = h.http(&get);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("only over TLS"), "{answer}");
+    assert!(
+        !answer.contains(" host=") && !answer.contains("short-lived"),
+        "{answer}"
+    );
+    assert_eq!(h.proxy.counts().denied, 1);
+}
+
+#[test]
+fn a_doubled_unreadable_or_other_host_header_is_refused() {
+    let server = http_server();
+    let h = harness(&list(&[&format!("allowed.test:{server}")]), &[], false);
+    let with = |headers: &[u8]| {
+        let mut request = format!("GET http://allowed.test:{server}/x HTTP/1.1\r\n").into_bytes();
+        request.extend_from_slice(headers);
+        request.extend_from_slice(b"Connection: close\r\n\r\n");
+        let mut tcp = TcpStream::connect(("127.0.0.1", h.port)).unwrap();
+        tcp.write_all(&request).unwrap();
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let good = format!("Host: allowed.test:{server}\r\n");
+    assert!(
+        with(good.as_bytes()).contains(" host="),
+        "reachable with one right Host"
+    );
+    for headers in [
+        format!("Host: allowed.test:{server}\r\nHost: other.test\r\n").into_bytes(),
+        b"Host: allowed.test:\xff\xfe\r\n".to_vec(),
+        b"Host: allowed.test:1\r\n".to_vec(),
+        b"Host: [not a host\r\n".to_vec(),
+    ] {
+        let answer = with(&headers);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(!answer.contains(" host="), "{answer}");
+    }
+}
+
+#[test]
 fn a_tunnel_passes_when_its_tls_server_name_is_the_host() {
     let echo = echo_server();
     let h = harness(&list(&[&format!("allowed.test:{echo}")]), &[], false);
@@ -657,6 +730,13 @@ mod intercepted {
                 !answer.contains("auth="),
                 "{path} reached the upstream: {answer}"
             );
+        }
+        // A second Host, or another port, inside the tunnel.
+        for extra in ["Host: other.test", "Host: secure.test:1"] {
+            let line = format!("GET /lodash HTTP/1.1\r\n{extra}\r\nX-Pad: x");
+            let answer = request(proxy_port, port, &ca, &line).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 400"), "{extra}: {answer}");
+            assert!(!answer.contains("auth="), "{extra}: {answer}");
         }
     }
 
