@@ -634,6 +634,28 @@ mod intercepted {
             tcp.read_exact(&mut byte).unwrap();
             head.push(byte[0]);
         }
+        over_tls(tcp, port, ca, line)
+    }
+
+    /// SOCKS5 through the proxy (the name resolved there), TLS trusting `ca`, one request.
+    fn request_socks(proxy: u16, port: u16, ca: &str, line: &str) -> Result<String, String> {
+        let mut tcp = TcpStream::connect(("127.0.0.1", proxy)).unwrap();
+        tcp.write_all(&[5, 1, 0]).unwrap();
+        let mut reply = [0u8; 2];
+        tcp.read_exact(&mut reply).unwrap();
+        let name = b"secure.test";
+        let mut ask = vec![5, 1, 0, 3, u8::try_from(name.len()).unwrap()];
+        ask.extend_from_slice(name);
+        ask.extend_from_slice(&port.to_be_bytes());
+        tcp.write_all(&ask).unwrap();
+        let mut granted = [0u8; 10];
+        tcp.read_exact(&mut granted).unwrap();
+        assert_eq!(granted[1], 0, "SOCKS5 refused the tunnel");
+        over_tls(tcp, port, ca, line)
+    }
+
+    /// One request over TLS on `tcp`, trusting `ca`; the answer.
+    fn over_tls(tcp: TcpStream, port: u16, ca: &str, line: &str) -> Result<String, String> {
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
@@ -730,6 +752,14 @@ mod intercepted {
                 !answer.contains("auth="),
                 "{path} reached the upstream: {answer}"
             );
+        }
+        // Through SOCKS5 the same.
+        let fetched = request_socks(proxy_port, port, &ca, "GET /lodash/./x").unwrap();
+        assert!(fetched.contains("GET /lodash/x HTTP/1.1"), "{fetched}");
+        for path in super::CLIMBING {
+            let answer = request_socks(proxy_port, port, &ca, &format!("GET {path}")).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 4"), "{path}: {answer}");
+            assert!(!answer.contains("auth="), "socks: {path}: {answer}");
         }
         // A second Host, or another port, inside the tunnel.
         for extra in ["Host: other.test", "Host: secure.test:1"] {
