@@ -692,6 +692,8 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
         "curl -s -w ' %{{http_code}}\\n' {url}/acme/site; \
          curl -s -o /dev/null -w 'other %{{http_code}}\\n' {url}/other/x; \
          curl -s -w ' %{{http_code}}\\n' -X POST -d '{{}}' {url}/acme/site/pulls; \
+         curl -s --path-as-is -o /dev/null -w 'climb %{{http_code}}\\n' {url}/acme/site/../../other/x; \
+         curl -s -o /dev/null -w 'plain %{{http_code}}\\n' http://ghe.test:{port}/api/v3/repos/acme/site; \
          env | grep -c ghs_ || true; echo TOKEN-IN-ENV-CHECKED"
     );
     let mut child = run_with_names(
@@ -729,7 +731,10 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
         lines[2], "tls server saw: POST /api/v3/repos/acme/site/pulls HTTP/1.1 200",
         "{stdout}"
     );
-    assert_eq!(lines[3], "0", "the token is in the sandbox's environment");
+    // Out of scope however it is spelled; never over plain HTTP.
+    assert_eq!(lines[3], "climb 403", "{stdout}");
+    assert_eq!(lines[4], "plain 403", "{stdout}");
+    assert_eq!(lines[5], "0", "the token is in the sandbox's environment");
     // The server got the credential on the requests in scope, and nothing else reached it.
     let heads = seen.lock().unwrap().clone();
     assert_eq!(heads.len(), 2, "{heads:?}");
@@ -743,7 +748,8 @@ fn a_capabilitys_credential_reaches_its_host_in_scope_and_nowhere_else() {
     assert!(!stdout.contains(TOKEN) && !stderr.contains(TOKEN));
     let receipt: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("receipt.json")).unwrap()).unwrap();
-    assert_eq!(receipt["denied"]["capability_denials"], 1, "{receipt}");
+    // Out of scope, out of scope spelled with `..`, and over plain HTTP.
+    assert_eq!(receipt["denied"]["capability_denials"], 3, "{receipt}");
     assert_eq!(receipt["grants"]["capabilities"][0]["credential"], true);
     assert_eq!(receipt["cleanup"]["capabilities_revoked"], true);
     for file in crate::support::files_under(&p.home.join("warden")) {
