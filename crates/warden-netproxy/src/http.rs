@@ -230,7 +230,11 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
         );
     };
     // Origin-form upstream, without the proxy's own headers.
-    *req.uri_mut() = path.parse().unwrap_or_default();
+    let Ok(checked) = path.parse() else {
+        let why = format!("the path {path:?} is not a request target");
+        return deny(&shared, rec, StatusCode::FORBIDDEN, why);
+    };
+    *req.uri_mut() = checked;
     for name in ["proxy-authorization", "proxy-connection"] {
         req.headers_mut().remove(name);
     }

@@ -185,16 +185,43 @@ fn put_credentials(shared: &Shared, req: &mut Request<Incoming>, host: &Host) {
     }
 }
 
-/// `path` normalised ([`crate::path::normalise`]), and `req` sent for it.
-fn one_spelling(req: &mut Request<Incoming>, path: &str) -> Result<String, String> {
-    let normal = crate::path::normalise(path)?;
-    if normal != path {
-        let Ok(uri) = normal.parse() else {
-            return Err(format!("the path {normal:?} is not a request target"));
-        };
-        *req.uri_mut() = uri;
+/// The request as it goes upstream: in origin form, for exactly the path checked. A target in
+/// absolute form names the tunnel's host or is refused (the upstream would take its host from
+/// there, not from `Host`); `CONNECT` and authority form are refused; where paths decide, the
+/// path is normalised ([`crate::path::normalise`]).
+fn origin_form(
+    req: &mut Request<Incoming>,
+    host: &Host,
+    port: u16,
+    normalise: bool,
+) -> Result<String, String> {
+    if req.method() == hyper::Method::CONNECT {
+        return Err("CONNECT inside a tunnel".to_owned());
     }
-    Ok(normal)
+    if let Some(authority) = req.uri().authority() {
+        let named = crate::host::split_port(authority.as_str())
+            .ok()
+            .and_then(|(h, p)| Some((Host::parse(h).ok()?, p.unwrap_or(443))));
+        if named.as_ref() != Some(&(host.clone(), port)) || authority.as_str().contains('@') {
+            return Err(format!(
+                "the request names {authority}, not {host}:{port}, the host of this tunnel"
+            ));
+        }
+    }
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let checked = if normalise {
+        crate::path::normalise(&path)?
+    } else {
+        path
+    };
+    let Ok(uri) = checked.parse() else {
+        return Err(format!("the path {checked:?} is not a request target"));
+    };
+    *req.uri_mut() = uri;
+    Ok(checked)
 }
 
 async fn request(
@@ -223,14 +250,14 @@ async fn request(
         shared.record(rec.because(&why));
         return crate::http::text(StatusCode::BAD_REQUEST, &why);
     }
-    // Where paths decide, they are decided, and forwarded, in one spelling.
-    if rules.is_some() || shared.gates_paths(host) {
-        match one_spelling(&mut req, &path) {
-            Ok(normal) => path = normal,
-            Err(why) => {
-                shared.record(rec.because(&why));
-                return crate::http::text(StatusCode::FORBIDDEN, &why);
-            }
+    // Where paths decide, they are decided, and forwarded, in one spelling; always in origin
+    // form, for this tunnel's host.
+    let normalise = rules.is_some() || shared.gates_paths(host);
+    match origin_form(&mut req, host, addr.port(), normalise) {
+        Ok(checked) => path = checked,
+        Err(why) => {
+            shared.record(rec.because(&why));
+            return crate::http::text(StatusCode::FORBIDDEN, &why);
         }
     }
     if let Some(rules) = rules {

@@ -1,8 +1,12 @@
 //! Request paths as rules see them and upstreams get them: one spelling of each. Percent-escapes
 //! of unreserved characters are decoded (`%7E` is `~`, `%2e` is `.`), other escapes written in
-//! upper case, `.` and `..` segments resolved, empty segments (`//`) folded. A path no upstream
-//! would read the same way — an escaped `/` or `\`, a `\`, a NUL or other control character, a
-//! `..` that climbs above the root, a malformed escape — is refused, never forwarded.
+//! upper case, `.` and `..` segments resolved, empty segments (`//`) folded. An escaped `/`
+//! stays one, inside its segment (`@types%2Fnode`), unless read as a `/` it would make a `.`,
+//! `..` or empty segment. A path an upstream could read otherwise is refused, never forwarded:
+//! an escaped `\`, a `\`, a NUL or other control character, a `..` that climbs above the root,
+//! a malformed escape, an escaped `%` (decoded twice, it would be another path), bytes that are
+//! not UTF-8 once decoded (overlong spellings of `.` and `/`), a segment that is `.`, `..` or
+//! empty before its `;` parameters (`..;` is `..` to some servers).
 
 /// The path and query of an origin-form request target, normalised; why it is refused.
 pub fn normalise(target: &str) -> Result<String, String> {
@@ -14,6 +18,11 @@ pub fn normalise(target: &str) -> Result<String, String> {
         return Err(format!("the path {target:?} does not start with /"));
     }
     let decoded = decode_unreserved(path)?;
+    if std::str::from_utf8(&decode_all(&decoded)).is_err() {
+        return Err(format!(
+            "the path {target:?} is not UTF-8 once decoded (an overlong spelling?)"
+        ));
+    }
     let mut segments: Vec<&str> = Vec::new();
     let parts: Vec<&str> = decoded.split('/').skip(1).collect();
     let mut trailing = false;
@@ -31,6 +40,17 @@ pub fn normalise(target: &str) -> Result<String, String> {
                 trailing = last;
             }
             other => {
+                // Before its parameters (`;…`), and read with its escaped slashes as slashes.
+                let bare = other.split(';').next().unwrap_or(other);
+                let dotted = bare
+                    .split("%2F")
+                    .any(|piece| piece.is_empty() || piece == "." || piece == "..");
+                if dotted {
+                    return Err(format!(
+                        "the path {target:?} has a segment {other:?} that some upstreams read as \
+                         `.`, `..` or empty"
+                    ));
+                }
                 segments.push(other);
                 trailing = false;
             }
@@ -62,7 +82,14 @@ fn decode_unreserved(path: &str) -> Result<String, String> {
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
                 .ok_or_else(|| format!("the path {path:?} holds a malformed escape"))?;
             match hex {
-                b'/' | b'\\' => {
+                b'/' => out.push_str("%2F"),
+                b'%' => {
+                    return Err(format!(
+                        "the path {path:?} holds an escaped `%`, which a second decoding would read \
+                         as another path"
+                    ));
+                }
+                b'\\' => {
                     return Err(format!(
                         "the path {path:?} holds an escaped {:?}, which upstreams read differently",
                         char::from(hex)
@@ -100,6 +127,27 @@ fn decode_unreserved(path: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `path` with every escape decoded, as bytes.
+fn decode_all(path: &str) -> Vec<u8> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| path.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        if let Some(b) = escaped {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 fn utf8_len(first: u8) -> usize {
     match first {
         0xF0..=0xFF => 4,
@@ -127,6 +175,8 @@ mod tests {
             ("/a%3fb?x=%2f", "/a%3Fb?x=%2f"),
             ("/a/b/..", "/a/"),
             ("/", "/"),
+            ("/@types%2fnode", "/@types%2Fnode"),
+            ("/a;v=1/b", "/a;v=1/b"),
         ] {
             assert_eq!(normalise(given).as_deref(), Ok(want), "{given}");
         }
@@ -139,6 +189,12 @@ mod tests {
             "/..",
             "/lodash%2f..%2fevil",
             "/lodash%2F..",
+            "/lodash/..;/evil",
+            "/lodash/%2e%2e;/evil",
+            "/lodash/%252e%252e/evil",
+            "/lodash/%c0%ae%c0%ae/evil",
+            "/lodash%c0%af..%c0%afevil",
+            "/a%2f%2fb",
             "/a%5cb",
             "/a\\b",
             "/a%00b",

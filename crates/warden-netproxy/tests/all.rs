@@ -753,6 +753,23 @@ mod intercepted {
                 "{path} reached the upstream: {answer}"
             );
         }
+        // A target in absolute form is for this tunnel's host, or refused: the upstream would
+        // take its host from the request line.
+        let own = format!("GET https://secure.test:{port}/lodash/x");
+        let fetched = request(proxy_port, port, &ca, &own).unwrap();
+        assert!(fetched.contains("GET /lodash/x HTTP/1.1"), "{fetched}");
+        for line in [
+            "GET https://other.test/lodash".to_owned(),
+            "GET https://secure.test:1/lodash".to_owned(),
+            format!("CONNECT other.test:{port}"),
+        ] {
+            let answer = request(proxy_port, port, &ca, &line).unwrap_or_default();
+            assert!(!answer.contains("auth="), "{line}: {answer}");
+            assert!(
+                answer.is_empty() || answer.starts_with("HTTP/1.1 4"),
+                "{line}: {answer}"
+            );
+        }
         // Through SOCKS5 the same.
         let fetched = request_socks(proxy_port, port, &ca, "GET /lodash/./x").unwrap();
         assert!(fetched.contains("GET /lodash/x HTTP/1.1"), "{fetched}");
