@@ -169,12 +169,17 @@ impl Entry {
             0
         };
         let (target, path) = match target[host_end..].find('/') {
-            Some(at) => (
-                &target[..host_end + at],
-                Some(target[host_end + at..].to_owned()),
-            ),
+            Some(at) => (&target[..host_end + at], Some(&target[host_end + at..])),
             None => (target, None),
         };
+        // Written as requests are read: `/%7euser*` is `/~user*`.
+        let path = path
+            .map(|p| {
+                crate::path::normalise(p).map_err(|_| {
+                    err("the path is one no request could have: an escaped `/`, `\\` or `%`, a `..` above the root, a control character")
+                })
+            })
+            .transpose()?;
         let (host, port) = split_port(target).map_err(err)?;
         let ports = port.map(|p| vec![p]);
         let pattern = match host.strip_prefix("*.") {
@@ -424,6 +429,13 @@ mod tests {
         ] {
             assert_eq!(private_range(ip.parse().unwrap()), None, "{ip}");
         }
+    }
+
+    #[test]
+    fn rule_paths_are_written_as_requests_are_read() {
+        let entry = Entry::parse("GET r.test/%7euser/./pkg*").unwrap();
+        assert!(entry.matches_request("GET", "/~user/pkg-1"));
+        assert!(Entry::parse("GET r.test/../x").is_err());
     }
 
     #[test]
