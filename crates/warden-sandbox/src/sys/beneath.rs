@@ -168,7 +168,7 @@ pub(crate) fn move_tree_to(tree: &OwnedFd, at: &OwnedFd) -> io::Result<()> {
 /// Makes the mount at the descriptor `at` (and with `recursive` every mount below it) read-only
 /// or writable, and always nosuid and nodev.
 pub(crate) fn seal_at(at: &OwnedFd, read_only: bool, recursive: bool) -> io::Result<()> {
-    super::seal(
+    super::mounts::seal(
         at.as_raw_fd(),
         c"",
         read_only,

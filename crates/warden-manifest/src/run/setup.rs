@@ -1,0 +1,218 @@
+//! Setting a run up: every alias resolved (the pinned commit's worktrees, the scratch space,
+//! the caches), git's directory shown inside, the lockfiles' downloads held against the
+//! allowlist.
+
+use super::*;
+
+/// Resolves every alias, recording each in the lease as soon as it exists (so that a run
+/// killed half-way is still reaped whole).
+pub(super) fn setup(
+    parsed: &Parsed,
+    options: &Options,
+    dir: &RunDir,
+    lease: &Mutex<lease::Lease>,
+    receipt: &mut Receipt,
+) -> Result<Setup, String> {
+    let m = &parsed.manifest;
+    if options.command.is_empty() && !options.session {
+        return Err("no command given".to_owned());
+    }
+    if let Some(expires) = &m.run.expires_at
+        && humantime::parse_rfc3339_weak(expires).is_ok_and(|at| at <= SystemTime::now())
+    {
+        return Err(format!("the manifest expired at {expires}"));
+    }
+    let needs_git = m
+        .filesystem
+        .mounts
+        .iter()
+        .any(|mt| mt.source == "repo" || mt.source == "workspace");
+    let mut setup = Setup {
+        repo: None,
+        resolved: Vec::new(),
+        mounts: Vec::new(),
+        sized: Vec::new(),
+    };
+    let mut commit = String::new();
+    if needs_git {
+        let repo = Repo::open(&options.repository)?;
+        commit = repo.head()?;
+        receipt.input = Input {
+            repository: Some(repo.top.display().to_string()),
+            commit: Some(commit.clone()),
+            dirty: repo.dirty(),
+            neutralised: repo.neutralised.clone(),
+        };
+        if receipt.input.dirty {
+            receipt.warnings.push(format!(
+                "the working copy has uncommitted changes; the run starts from commit {commit} without them"
+            ));
+        }
+        lock(lease).repository = Some(repo.top.clone());
+        setup.repo = Some(repo);
+    }
+    let enforce = !options.report_only;
+    for mount in &m.filesystem.mounts {
+        let rw = mount.mode == Mode::ReadWrite;
+        let host = match mount.source.as_str() {
+            alias @ ("repo" | "workspace") => checkout(&mut setup, dir, lease, alias, &commit)?,
+            alias @ ("run-scratch" | "cache") => {
+                let disk = m.run.resources.as_ref().and_then(|r| r.disk_mb);
+                let sized = enforce && !options.session;
+                own_dir(&mut setup, dir, lease, alias, disk.filter(|_| sized))?
+            }
+            host_path => Path::new(host_path)
+                .canonicalize()
+                .map_err(|e| format!("mount source {host_path}: {e}"))?,
+        };
+        // A host path is only ever read; the repository is writable only when observing.
+        let writable = match mount.source.as_str() {
+            "workspace" | "run-scratch" | "cache" => rw || !enforce,
+            "repo" => !enforce,
+            _ => false,
+        };
+        receipt.grants.mounts.push(MountGrant {
+            source: mount.source.clone(),
+            resolved: host.display().to_string(),
+            target: mount.target.clone(),
+            mode: if mount.mode == Mode::ReadWrite {
+                "read_write"
+            } else {
+                "read_only"
+            }
+            .to_owned(),
+        });
+        setup.mounts.push((
+            host,
+            PathBuf::from(&mount.target),
+            writable,
+            mount.source.clone(),
+        ));
+    }
+    git_inside(&mut setup, dir)?;
+    lockfile_warnings(m, &setup, receipt);
+    Ok(setup)
+}
+
+/// The worktree of `alias` (`repo` or `workspace`) at `commit`, made once.
+pub(super) fn checkout(
+    setup: &mut Setup,
+    dir: &RunDir,
+    lease: &Mutex<lease::Lease>,
+    alias: &str,
+    commit: &str,
+) -> Result<PathBuf, String> {
+    if let Some(r) = setup.resolved.iter().find(|r| r.alias == alias) {
+        return Ok(r.path.clone());
+    }
+    let path = dir.alias(alias);
+    let repo = setup.repo.as_ref().ok_or("no repository")?;
+    let git_dir = repo.add_worktree(&path, commit)?;
+    setup.resolved.push(Resolved {
+        alias: alias.to_owned(),
+        path: path.clone(),
+        git_dir: Some(git_dir.clone()),
+    });
+    record(lease, dir, &setup.resolved);
+    // Inside, the repository's git directory is at GIT_INSIDE (read-only).
+    let name = git_dir.file_name().unwrap_or_default().to_string_lossy();
+    std::fs::write(
+        path.join(".git"),
+        format!("gitdir: {GIT_INSIDE}/worktrees/{name}\n"),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let leaving = layout::links_leaving(&path);
+    if !leaving.is_empty() {
+        return Err(format!(
+            "the checkout has links that lead out of it, refused: {}",
+            leaving.join("; ")
+        ));
+    }
+    Ok(path)
+}
+
+/// The run's own directory for `alias` (`run-scratch` or `cache`), made once; the scratch is
+/// a tmpfs of `disk_mb` for the sandbox's life.
+pub(super) fn own_dir(
+    setup: &mut Setup,
+    dir: &RunDir,
+    lease: &Mutex<lease::Lease>,
+    alias: &str,
+    disk_mb: Option<u64>,
+) -> Result<PathBuf, String> {
+    let path = dir.alias(alias);
+    if setup.resolved.iter().any(|r| r.alias == alias) {
+        return Ok(path);
+    }
+    std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    setup.resolved.push(Resolved {
+        alias: alias.to_owned(),
+        path: path.clone(),
+        git_dir: None,
+    });
+    record(lease, dir, &setup.resolved);
+    if alias == "run-scratch"
+        && let Some(mb) = disk_mb
+    {
+        setup.sized.push((path.clone(), mb));
+    }
+    Ok(path)
+}
+
+/// git inside reads the repository's objects and refs, with a configuration of its own.
+pub(super) fn git_inside(setup: &mut Setup, dir: &RunDir) -> Result<(), String> {
+    let Some(repo) = &setup.repo else {
+        return Ok(());
+    };
+    if !setup.resolved.iter().any(|r| r.git_dir.is_some()) {
+        return Ok(());
+    }
+    let config = dir.root.join("git-config");
+    std::fs::write(&config, repo.sanitised_config())
+        .map_err(|e| format!("{}: {e}", config.display()))?;
+    let common = repo.common.clone();
+    setup
+        .mounts
+        .push((common, PathBuf::from(GIT_INSIDE), false, "git".to_owned()));
+    setup.mounts.push((
+        config,
+        PathBuf::from(format!("{GIT_INSIDE}/config")),
+        false,
+        "git".to_owned(),
+    ));
+    Ok(())
+}
+
+/// What an install would download, against what the allowlist reaches.
+pub(super) fn lockfile_warnings(m: &crate::schema::Manifest, setup: &Setup, receipt: &mut Receipt) {
+    let Some(root) = setup
+        .resolved
+        .iter()
+        .find(|r| r.alias == "workspace" || r.alias == "repo")
+    else {
+        return;
+    };
+    let allowed = allow_entries(m);
+    for (file, hosts) in lockfiles::download_hosts(&root.path) {
+        let unreachable: Vec<&str> = hosts
+            .iter()
+            .filter(|h| {
+                warden_netproxy::Host::parse(h)
+                    .is_ok_and(|host| !allowed.iter().any(|e| e.matches_host(&host)))
+            })
+            .map(String::as_str)
+            .collect();
+        if !unreachable.is_empty() {
+            receipt.warnings.push(format!(
+                "{file} downloads from {}, which network.allow does not reach",
+                unreachable.join(", ")
+            ));
+        }
+    }
+}
+
+fn record(lease: &Mutex<lease::Lease>, dir: &RunDir, resolved: &[Resolved]) {
+    let mut l = lock(lease);
+    l.resolved = resolved.to_vec();
+    let _ = l.write(&dir.root);
+}
