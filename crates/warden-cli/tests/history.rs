@@ -239,18 +239,19 @@ fn where_no_overlay_can_be_made_git_is_read_only_and_history_kept() {
     if !sandbox_available(&p) {
         return;
     }
+    let attack = "rm -rf .git/objects; \
+                  git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x";
+    let copy = unsandboxed(&p, attack);
+    assert!(
+        !holds(&copy, &first),
+        "the probe must destroy history unsandboxed"
+    );
     // A temporary directory whose name overlayfs cannot take in its options.
     let tmp = p.tmp().join("a,b");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut cmd = p.command();
-    cmd.env("TMPDIR", &tmp).args([
-        "exec",
-        "--json",
-        "--",
-        "sh",
-        "-c",
-        "rm -rf .git/objects; git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x",
-    ]);
+    cmd.env("TMPDIR", &tmp)
+        .args(["exec", "--json", "--", "sh", "-c", attack]);
     let run = crate::support::finish(&cmd.output().unwrap());
     assert_ne!(run.code, 0, "{}", run.stdout);
     assert!(

@@ -120,8 +120,8 @@ fn run(plan: &Plan) -> Status {
     if !plan.network {
         flags |= libc::CLONE_NEWNET;
     }
-    let trees = match plan.run_as {
-        Some(id) => match enter_as_root(plan, uid, gid, id) {
+    let trees = if let Some(id) = plan.run_as {
+        match enter_as_root(plan, uid, gid, id) {
             Ok(trees) => trees,
             Err(error) => {
                 return Status {
@@ -130,12 +130,12 @@ fn run(plan: &Plan) -> Status {
                     ..Status::default()
                 };
             }
-        },
-        None => Vec::new(),
-    };
-    if plan.run_as.is_none() {
+        }
+    } else {
+        // Its own user namespace, the user's id mapped as the command's.
         flags |= libc::CLONE_NEWUSER;
-    }
+        Vec::new()
+    };
     if let Err(err) = sys::unshare(flags) {
         return failed(
             "user, mount, PID and network namespaces (unshare failed; user namespaces may be disabled: check /proc/sys/user/max_user_namespaces and kernel.unprivileged_userns_clone)",

@@ -95,31 +95,14 @@ mod tests {
         // The probe works without Landlock.
         std::fs::write(other.path().join("before.txt"), "x").unwrap();
         let plan = Plan {
-            program: String::new(),
-            args: Vec::new(),
             cwd: allowed.path().to_path_buf(),
-            env: Vec::new(),
             mounts: vec![Mount::Bind {
                 source: allowed.path().into(),
                 target: allowed.path().into(),
                 writable: true,
             }],
             network: true,
-            proxy_port: None,
-            limits: crate::plan::Limits::default(),
-            require_landlock: false,
-            placeholders: Vec::new(),
-            unmasked: Vec::new(),
-            mask_source: PathBuf::new(),
-            landlock_denied: Vec::new(),
-            mask_ids: Vec::new(),
-            run_as: None,
-            shown_as_owner: Vec::new(),
-            git_overlays: Vec::new(),
-            git_repositories: Vec::new(),
-            git_layers: Vec::new(),
-            sized: Vec::new(),
-            collect: Vec::new(),
+            ..Plan::default()
         };
         let (a, o) = (allowed.path().to_path_buf(), other.path().to_path_buf());
         // Landlock binds the calling thread (and what it starts): test in a thread of its own.

@@ -125,7 +125,6 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::plan::Limits;
 
     fn plan(network: bool) -> Plan {
         let bind = |p: &str, writable| Mount::Bind {
@@ -159,21 +158,7 @@ mod tests {
                 },
             ],
             network,
-            proxy_port: None,
-            limits: Limits::default(),
-            require_landlock: false,
-            placeholders: Vec::new(),
-            unmasked: Vec::new(),
-            mask_source: PathBuf::new(),
-            landlock_denied: Vec::new(),
-            mask_ids: Vec::new(),
-            run_as: None,
-            shown_as_owner: Vec::new(),
-            git_overlays: Vec::new(),
-            git_repositories: Vec::new(),
-            git_layers: Vec::new(),
-            sized: Vec::new(),
-            collect: Vec::new(),
+            ..Plan::default()
         }
     }
 

@@ -144,7 +144,7 @@ pub enum Mount {
 }
 
 /// Everything the helper needs to build the sandbox and run the command.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub program: String,
     pub args: Vec<String>,
