@@ -7,6 +7,7 @@ mod bash_tool;
 mod cli;
 mod history;
 mod identity;
+mod limits;
 mod manifest;
 mod manifest_run;
 mod network;

@@ -168,33 +168,10 @@ impl Backend for Bwrap {
     }
 
     fn run(&self, plan: &Plan, output: Output) -> Result<Outcome, SandboxError> {
-        if let Some(id) = plan.run_as {
-            return Err(SandboxError::Setup(format!(
-                "the bwrap backend cannot run commands as the unprivileged user {id} when warden \
-                 runs as root (it has no idmapped mounts); use the native backend, or set \
-                 [sandbox] root_identity = \"host\" in your user settings to run them as root; \
-                 nothing ran"
-            )));
-        }
-        if plan.require_landlock {
-            return Err(SandboxError::Setup(
-                "landlock is required ([sandbox] require_landlock) and the bwrap backend has none"
-                    .to_owned(),
-            ));
-        }
-        if !plan.sized.is_empty() || !plan.collect.is_empty() {
-            return Err(SandboxError::Setup(
-                "sized scratch space needs the native backend; nothing ran".to_owned(),
-            ));
-        }
-        if plan.proxy_port.is_some() && !plan.network {
-            return Err(SandboxError::Setup(
-                "the allowlist network needs the native backend (bwrap cannot hand its network \
-                 namespace to the egress proxy); nothing ran"
-                    .to_owned(),
-            ));
-        }
-        let (group, procs) = limits_group(plan)?;
+        refuse_unsupported(plan)?;
+        let group = limits_group(plan)?;
+        // bwrap forks the command itself: bwrap joins the groups before it runs.
+        let procs = group.join_files(false);
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let filters =
             seccomp::filters().map_err(|e| SandboxError::Setup(format!("seccomp filter: {e}")))?;
@@ -255,7 +232,13 @@ impl Backend for Bwrap {
             }
         };
         let layers = layers(plan, &group);
-        drop(group);
+        let (counted, mut limits, warnings) = group.report();
+        // bwrap is given no process rlimit (it counts every process of the user).
+        for bound in &mut limits {
+            if bound.limit == "processes" && bound.by == crate::cgroup::Mechanism::Rlimit {
+                bound.by = crate::cgroup::Mechanism::Unenforced;
+            }
+        }
         drop(placeholders);
         Ok(Outcome {
             exit_code,
@@ -267,10 +250,46 @@ impl Backend for Bwrap {
             timed_out,
             layers,
             collected: Vec::new(),
-            usage: crate::helper::Usage::default(),
+            usage: crate::helper::Usage {
+                counted,
+                ..crate::helper::Usage::default()
+            },
+            limits,
+            warnings,
             history: Vec::new(),
         })
     }
+}
+
+/// What bwrap cannot do: refused before anything runs.
+fn refuse_unsupported(plan: &Plan) -> Result<(), SandboxError> {
+    if let Some(id) = plan.run_as {
+        return Err(SandboxError::Setup(format!(
+            "the bwrap backend cannot run commands as the unprivileged user {id} when warden \
+             runs as root (it has no idmapped mounts); use the native backend, or set \
+             [sandbox] root_identity = \"host\" in your user settings to run them as root; \
+             nothing ran"
+        )));
+    }
+    if plan.require_landlock {
+        return Err(SandboxError::Setup(
+            "landlock is required ([sandbox] require_landlock) and the bwrap backend has none"
+                .to_owned(),
+        ));
+    }
+    if !plan.sized.is_empty() || !plan.collect.is_empty() {
+        return Err(SandboxError::Setup(
+            "sized scratch space needs the native backend; nothing ran".to_owned(),
+        ));
+    }
+    if plan.proxy_port.is_some() && !plan.network {
+        return Err(SandboxError::Setup(
+            "the allowlist network needs the native backend (bwrap cannot hand its network \
+             namespace to the egress proxy); nothing ran"
+                .to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// The rlimits bwrap and the command inherit (between fork and exec: no allocation).

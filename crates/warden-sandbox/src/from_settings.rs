@@ -165,6 +165,7 @@ pub fn request_from_settings(
             cpus: None,
             disk_mb: Some(limits.disk_mb),
             output_bytes: Some(limits.output_bytes),
+            fallback: crate::plan::Fallback::from_setting(&limits.fallback),
         },
     })
 }

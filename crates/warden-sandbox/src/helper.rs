@@ -68,6 +68,9 @@ pub struct Usage {
     pub max_rss_kb: u64,
     /// Bytes in each sized directory when the command ended, in the plan's order.
     pub sized_bytes: Vec<u64>,
+    /// What the command's cgroups counted.
+    #[serde(default, flatten)]
+    pub counted: crate::cgroup::Usage,
 }
 
 /// The helper's whole life. Never returns.
@@ -173,7 +176,7 @@ fn run(plan: &Plan) -> Status {
         Ok(p) => p,
         Err(err) => return failed("error pipe", err),
     };
-    let child = match sys::fork() {
+    let child = match fork_command(plan) {
         Ok(pid) => pid,
         Err(err) => return failed("fork", err),
     };
@@ -199,9 +202,24 @@ fn run(plan: &Plan) -> Status {
             cpu_ms,
             max_rss_kb,
             sized_bytes: plan.sized.iter().map(|(dir, _)| tree_bytes(dir)).collect(),
+            counted: crate::cgroup::Usage::default(),
         };
     }
     status
+}
+
+/// Forks what becomes the command: into its cgroup, where the parent made one in the unified
+/// hierarchy (its directory open at descriptor 6).
+fn fork_command(plan: &Plan) -> std::io::Result<libc::pid_t> {
+    if !plan.into_cgroup {
+        return sys::fork();
+    }
+    if !sys::is_open(6) {
+        return Err(std::io::Error::other(
+            "the command's cgroup: no descriptor of it",
+        ));
+    }
+    sys::fork_into_cgroup(6)
 }
 
 /// Root's way in. First, in the initial user namespace (the only one that may make them), a

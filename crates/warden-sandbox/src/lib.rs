@@ -30,6 +30,7 @@ mod toolchains;
 
 pub use backend::{Backend, Seatbelt};
 pub use bwrap::Bwrap;
+pub use cgroup::{Bound, Mechanism, Usage as CgroupUsage, reap as reap_cgroups};
 pub use from_settings::{
     HOME_SECRETS, HOME_TOOLCHAINS, PROXY_PORT, WORKSPACE_PROTECTED, expand, host_root_warning,
     profile, proxy_env, request_from_settings, root_identity,
@@ -37,7 +38,7 @@ pub use from_settings::{
 pub use helper::{Collected, INSIDE_ID, LAYERS, Usage, main as helper_main};
 pub use history::git;
 pub use masking::{MaskDecision, MaskRule, Masking};
-pub use plan::{Limits, Mount, Plan, Profile, Request, RootIdentity};
+pub use plan::{Fallback, Limits, Mount, Plan, Profile, Request, RootIdentity};
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{

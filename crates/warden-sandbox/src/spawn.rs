@@ -71,6 +71,12 @@ pub struct Outcome {
     /// The files copied out of sized directories (see [`Request::collect`](crate::Request)).
     pub collected: Vec<crate::helper::Collected>,
     pub usage: crate::helper::Usage,
+    /// How each resource limit was bound: the whole sandbox (a cgroup) or each process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::cgroup::Bound>,
+    /// What the command should be told: limits that bind less than the whole sandbox.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// What became of the command's changes to git's history where something was kept or left
     /// out (see [`crate::history`]); empty when all of it was brought back.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,15 +177,17 @@ impl Sandbox {
 
     /// Starts the helper with the plan; the caller reads the output and calls `finish`.
     fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
-        let (group, procs) = limits_group(plan)?;
+        let group = limits_group(plan)?;
+        let procs = group.join_files(true);
         let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
         let layers =
             Layers::make(&plan.git_repositories, plan.run_as).map_err(SandboxError::Setup)?;
-        let json = if plan.git_overlays.is_empty() {
+        let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
             serde_json::to_string(plan)
         } else {
             let mut sent = plan.clone();
             sent.git_layers = layers.paths();
+            sent.into_cgroup = group.v2_dir().is_some();
             serde_json::to_string(&sent)
         }
         .map_err(|e| SandboxError::Setup(e.to_string()))?;
@@ -199,6 +207,9 @@ impl Sandbox {
         let mut raw = vec![(status_write.as_raw_fd(), 3), (plan_read.as_raw_fd(), 4)];
         if let Some((_, helper_end)) = &bridge {
             raw.push((helper_end.as_raw_fd(), 5));
+        }
+        if let Some(dir) = group.v2_dir() {
+            raw.push((dir.as_raw_fd(), 6));
         }
         sys::before_exec(&mut command, move || {
             for file in &procs {
@@ -309,7 +320,9 @@ impl Launched {
         }
         let mut layers = status.layers;
         layers.extend(self.group.holds.iter().map(|c| format!("cgroup-{c}")));
-        drop(self.group);
+        let mut usage = status.usage;
+        let (counted, limits, warnings) = self.group.report();
+        usage.counted = counted;
         drop(self.placeholders);
         // The helper reported after its PID 1 was reaped: nothing of the command runs now.
         let history = self.layers.publish();
@@ -323,7 +336,9 @@ impl Launched {
             truncated: false,
             layers,
             collected: status.collected,
-            usage: status.usage,
+            usage,
+            limits,
+            warnings,
             history,
         })
     }
@@ -428,6 +443,8 @@ impl Running {
                 layers: Vec::new(),
                 collected: Vec::new(),
                 usage: crate::helper::Usage::default(),
+                limits: Vec::new(),
+                warnings: Vec::new(),
                 history: vec![
                     "the command was stopped: what it changed in .git was not brought back"
                         .to_owned(),
@@ -557,27 +574,7 @@ fn reader(mut stream: impl Read + Send + 'static, limit: usize) -> Reading {
     })
 }
 
-/// The cgroups `plan`'s limits need, and the `cgroup.procs` files to join them through. A process
-/// limit binds through rlimits only for ordinary users: as root it needs a cgroup. Memory and CPU
-/// quotas use one wherever it can be had.
-pub(crate) fn limits_group(plan: &Plan) -> Result<(Cgroup, Vec<std::ffi::CString>), SandboxError> {
-    let (uid, _) = sys::ids();
-    let limits = &plan.limits;
-    let pids = limits.pids.filter(|_| uid == 0 || cgroup_available("pids"));
-    let memory = limits.memory_mb.filter(|_| cgroup_available("memory"));
-    let group = Cgroup::create(pids, memory, limits.cpus)
-        .map_err(|e| SandboxError::Setup(format!("resource limits: {e}")))?;
-    let procs = group
-        .procs()
-        .iter()
-        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
-        .collect();
-    Ok((group, procs))
-}
-
-fn cgroup_available(controller: &str) -> bool {
-    std::path::Path::new("/sys/fs/cgroup")
-        .join(controller)
-        .join("cgroup.procs")
-        .exists()
+/// The cgroups `plan`'s limits need (see [`crate::cgroup`]).
+pub(crate) fn limits_group(plan: &Plan) -> Result<Cgroup, SandboxError> {
+    Cgroup::create(&plan.limits).map_err(|e| SandboxError::Setup(format!("resource limits: {e}")))
 }

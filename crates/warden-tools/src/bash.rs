@@ -127,12 +127,7 @@ impl Tool for Bash {
             "truncated": outcome.truncated || cut_out || cut_err,
             "summary": one_line(outcome.exit_code, outcome.duration_ms, &out, &err),
         });
-        if outcome.timed_out {
-            result["timedOut"] = json!(true);
-        }
-        if !outcome.history.is_empty() {
-            result["history"] = json!(outcome.history);
-        }
+        notes(&mut result, &outcome);
         if let Some(warning) = warden_sandbox::host_root_warning(&request) {
             result["warning"] = json!(warning);
         }
@@ -157,6 +152,20 @@ impl Tool for Bash {
             });
         }
         Ok(result)
+    }
+}
+
+/// What the outcome adds when there is something to say: the timeout, what became of git's
+/// history, limits that bind each process and not the sandbox (said on every command).
+fn notes(result: &mut Value, outcome: &warden_sandbox::Outcome) {
+    if outcome.timed_out {
+        result["timedOut"] = json!(true);
+    }
+    if !outcome.history.is_empty() {
+        result["history"] = json!(outcome.history);
+    }
+    if !outcome.warnings.is_empty() {
+        result["limitsWarning"] = json!(outcome.warnings.join("; "));
     }
 }
 

@@ -119,6 +119,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
             "backend": used,
             "profile": request.profile.as_str(),
             "layers": outcome.layers,
+            "limits": outcome.limits,
             "unmaskedSecrets": plan.unmasked,
         });
         print_json(&result(args, &workspace, &outcome, &sandbox, network))?;
@@ -131,8 +132,12 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
 }
 
 /// What was kept or left out of the command's changes to git's history: on standard error
-/// unless the output is JSON (where `sandbox.history` says).
+/// unless the output is JSON (where `sandbox.history` says). Limits that bind less than the
+/// whole sandbox: on standard error always.
 fn report_history(outcome: &warden_sandbox::Outcome, args: &ExecArgs) {
+    for warning in &outcome.warnings {
+        eprintln!("warden: warning: {warning}");
+    }
     if !args.json {
         for note in &outcome.history {
             eprintln!("warden: git history: {note}");
@@ -214,6 +219,10 @@ fn result(
     if !outcome.history.is_empty() {
         value["sandbox"]["history"] = json!(outcome.history);
     }
+    if !outcome.warnings.is_empty() {
+        value["sandbox"]["warnings"] = json!(outcome.warnings);
+    }
+    value["usage"] = json!(outcome.usage);
     value
 }
 
@@ -369,7 +378,13 @@ pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
         warden_sandbox::RootIdentity::default,
         warden_sandbox::root_identity,
     );
-    let mut checks = warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask, identity);
+    let fallback = settings
+        .as_ref()
+        .map_or_else(warden_sandbox::Fallback::default, |s| {
+            warden_sandbox::Fallback::from_setting(&s.sandbox.limits.fallback)
+        });
+    let mut checks =
+        warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask, identity, fallback);
     for check in &mut checks {
         check.required |= require_landlock && check.layer == "landlock";
     }

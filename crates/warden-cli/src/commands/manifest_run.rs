@@ -120,6 +120,7 @@ fn options(
         home: base.home,
         home_allow: base.home_allow,
         root_identity: base.root_identity,
+        fallback: base.limits.fallback,
         mask: super::exec::secret_mask(settings).map_err(CliError::usage)?,
         capture: false,
         session: false,
@@ -489,6 +490,11 @@ pub(super) fn reap(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
     let settings = load_settings(dir)?;
     let runs = runs_dir(&settings)?;
     let reaped = warden_manifest::run::reap(&runs);
+    // The cgroups of wardens killed before they could remove them.
+    let groups = warden_sandbox::reap_cgroups();
+    if groups > 0 && !json {
+        eprintln!("warden: removed {groups} cgroup(s) left by wardens that were killed");
+    }
     if let Ok(store) = open_trace() {
         for r in reaped
             .iter()
@@ -508,7 +514,7 @@ pub(super) fn reap(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
     }
     if json {
         print_json(&reaped)?;
-    } else if reaped.is_empty() {
+    } else if reaped.is_empty() && groups == 0 {
         eprintln!("warden: nothing to reap in {}", runs.display());
     } else {
         for r in &reaped {

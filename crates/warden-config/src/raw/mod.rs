@@ -225,6 +225,9 @@ pub struct RawSandboxLimits {
     pub disk_mb: Option<u64>,
     /// Output captured per command in bytes; the rest is cut. Default `1048576`.
     pub output_bytes: Option<u64>,
+    /// What a memory, process or CPU limit no cgroup can hold becomes: `"none"` (nothing
+    /// runs) or `"rlimits"` (per-process limits, said on every command). Default `"none"`.
+    pub fallback: Option<String>,
 }
 
 merge_struct!(RawSandboxLimits {
@@ -234,6 +237,7 @@ merge_struct!(RawSandboxLimits {
     cpu,
     disk_mb,
     output_bytes,
+    fallback,
 });
 
 /// `[sandbox.env]`: the environment commands see; everything else is cleared.

@@ -194,6 +194,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
         cpu,
         disk_mb,
         output_bytes,
+        fallback,
     } = limits.unwrap_or_default();
     let RawSandboxEnv { allow, set } = env.unwrap_or_default();
     Sandbox {
@@ -224,6 +225,7 @@ fn build_sandbox(raw: RawSandbox) -> Sandbox {
             cpu: cpu.unwrap_or(d.limits.cpu),
             disk_mb: disk_mb.unwrap_or(d.limits.disk_mb),
             output_bytes: output_bytes.unwrap_or(d.limits.output_bytes),
+            fallback: fallback.unwrap_or(d.limits.fallback),
         },
         env: SandboxEnv {
             allow: list_or(allow, d.env.allow),

@@ -160,7 +160,8 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
     check_org(settings, blame)
 }
 
-/// The sandbox's named choices: its network mode, who commands are as root.
+/// The sandbox's named choices: its network mode, who commands are as root, what limits no
+/// cgroup can hold become.
 fn check_sandbox(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigError> {
     check_network(settings, blame)?;
     let sandbox = &settings.sandbox;
@@ -180,6 +181,15 @@ fn check_sandbox(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigErr
                 "{} cannot be the unprivileged id: 0 is root and {} means no id",
                 sandbox.unprivileged_id,
                 u32::MAX
+            ),
+        ));
+    }
+    if !matches!(sandbox.limits.fallback.as_str(), "none" | "rlimits") {
+        return Err(blame.error(
+            &["sandbox", "limits", "fallback"],
+            format!(
+                "must be \"none\" or \"rlimits\", not {:?}",
+                sandbox.limits.fallback
             ),
         ));
     }

@@ -425,6 +425,9 @@ pub struct SandboxLimits {
     pub disk_mb: u64,
     /// Captured output per command. Default 1048576.
     pub output_bytes: u64,
+    /// `"none"` (default): a memory, process or CPU limit no cgroup can hold means nothing
+    /// runs. `"rlimits"`: it binds each process instead, said on every command.
+    pub fallback: String,
 }
 
 impl Default for SandboxLimits {
@@ -436,6 +439,7 @@ impl Default for SandboxLimits {
             cpu: 1.0,
             disk_mb: 1024,
             output_bytes: 1_048_576,
+            fallback: "none".to_owned(),
         }
     }
 }

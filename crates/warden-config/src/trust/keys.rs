@@ -73,6 +73,7 @@ gate_table!(RawSandboxLimits => SandboxLimits {
     cpu: Lower = "the CPU limit per command",
     disk_mb: Lower = "the disk limit per command",
     output_bytes: Lower = "the output kept per command",
+    fallback: UserOnly = "per-process limits where no cgroup can hold the sandbox's",
 });
 
 gate_table!(RawSandboxEnv => SandboxEnv {

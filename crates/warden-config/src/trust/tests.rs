@@ -66,6 +66,10 @@ const SAMPLES: &[Sample] = &[
     ),
     sample("sandbox.profile", "[sandbox]\nprofile = \"read-only\"\n"),
     sample(
+        "sandbox.limits.fallback",
+        "[sandbox.limits]\nfallback = \"rlimits\"\n",
+    ),
+    sample(
         "sandbox.filesystem.allow_read",
         "[sandbox.filesystem]\nallow_read = [\"~\"]\n",
     ),

@@ -74,6 +74,9 @@ pub struct Options {
     pub home_allow: Vec<PathBuf>,
     /// Who the command is on the host when warden runs as root.
     pub root_identity: warden_sandbox::RootIdentity,
+    /// Limits no cgroup can hold bind each process instead of stopping the run
+    /// (`[sandbox.limits] fallback = "rlimits"`).
+    pub fallback: warden_sandbox::Fallback,
     /// The secret list, masked in every root the command can read.
     pub mask: warden_sandbox::MaskRule,
     /// Capture the command's output instead of passing it through.
@@ -376,6 +379,12 @@ impl Prepared {
             }
         };
         self.receipt.grants.layers.clone_from(&outcome.layers);
+        self.receipt.grants.limits.clone_from(&outcome.limits);
+        for warning in &outcome.warnings {
+            if !self.receipt.warnings.contains(warning) {
+                self.receipt.warnings.push(warning.clone());
+            }
+        }
         self.receipt.commands.push(CommandRun {
             sha256: command_sha256(&options.command),
             exit_code: outcome.exit_code,

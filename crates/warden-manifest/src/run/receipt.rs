@@ -96,6 +96,10 @@ pub struct Grants {
     pub uid: u32,
     /// The sandbox's layers, as the sandbox reported them.
     pub layers: Vec<String>,
+    /// How each resource limit was bound: `cgroup-v2` or `cgroup-v1` (the whole sandbox),
+    /// `rlimit` (each process), `unenforced`.
+    #[serde(default)]
+    pub limits: Vec<warden_sandbox::Bound>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -73,6 +73,7 @@ impl Prepared {
                 disk_mb: resources.disk_mb.filter(|_| enforce),
                 cpu_seconds: None,
                 output_bytes: options.capture.then_some(1024 * 1024),
+                fallback: options.fallback,
             },
             sized: setup.sized.clone(),
             mask: options.mask.clone(),

@@ -66,6 +66,33 @@ pub struct Limits {
     pub cpus: Option<f64>,
     /// The most bytes of stdout and of stderr kept; the rest is read and dropped.
     pub output_bytes: Option<u64>,
+    /// A memory, process or CPU limit no cgroup can hold is left to per-process rlimits (and
+    /// said so), instead of nothing running (`[sandbox.limits] fallback = "rlimits"`).
+    #[serde(default)]
+    pub fallback: Fallback,
+}
+
+/// What a memory, process or CPU limit becomes where no cgroup can hold it for the whole
+/// sandbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fallback {
+    /// Nothing runs.
+    #[default]
+    None,
+    /// Rlimits of each process (a CPU quota goes unenforced), said on every command.
+    Rlimits,
+}
+
+impl Fallback {
+    /// As `[sandbox.limits] fallback` names it.
+    pub fn from_setting(setting: &str) -> Self {
+        if setting == "rlimits" {
+            Self::Rlimits
+        } else {
+            Self::None
+        }
+    }
 }
 
 /// What the caller asks for. Paths are absolute.
@@ -206,6 +233,10 @@ pub struct Plan {
     /// Per overlay, made when the command starts: the upper and work directories of its layer.
     #[serde(default)]
     pub git_layers: Vec<(PathBuf, PathBuf)>,
+    /// The helper starts the command in the cgroup whose directory is open at descriptor 6
+    /// (set by the parent when it made one in the unified hierarchy).
+    #[serde(default)]
+    pub into_cgroup: bool,
 }
 
 /// System directories every command may read.
@@ -443,6 +474,7 @@ impl Plan {
             git_overlays,
             git_repositories,
             git_layers: Vec::new(),
+            into_cgroup: false,
             shown_as_owner: has_workspace
                 .then(|| request.workspace.clone())
                 .into_iter()

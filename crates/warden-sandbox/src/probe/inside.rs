@@ -42,6 +42,15 @@ pub fn probe_main() -> ! {
         ),
         ["fork", n] => fork(n.parse().unwrap_or(0)),
         ["alloc", mb] => alloc(mb.parse().unwrap_or(0)),
+        ["alloc-each", n, mb] => alloc_each(n.parse().unwrap_or(0), mb.parse().unwrap_or(0)),
+        ["spin", ms] => {
+            let until = std::time::Instant::now() + Duration::from_millis(ms.parse().unwrap_or(0));
+            let mut turns = 0u64;
+            while std::time::Instant::now() < until {
+                turns = std::hint::black_box(turns.wrapping_add(1));
+            }
+            from(Ok(()))
+        }
         ["fill", path, mb] => fill(Path::new(path), mb.parse().unwrap_or(0)),
         ["status"] => status(),
         ["sleep", seconds] => {
@@ -183,6 +192,36 @@ fn alloc(mb: usize) -> Attempt {
         done: true,
         error: None,
         count: Some(kept.len() as u64),
+        errno: None,
+    }
+}
+
+/// `n` processes, each holding `mb` MiB at once: they all finish under a limit per process
+/// that is above `mb`, not under a limit on all of them together below `n × mb`.
+fn alloc_each(n: u64, mb: usize) -> Attempt {
+    let mut children = Vec::new();
+    for _ in 0..n {
+        match crate::sys::fork() {
+            Ok(0) => {
+                let held = vec![1u8; mb << 20];
+                std::thread::sleep(Duration::from_secs(1));
+                crate::sys::exit(i32::from(std::hint::black_box(held)[0] != 1));
+            }
+            Ok(pid) => children.push(pid),
+            Err(e) => return from(Err(e)),
+        }
+    }
+    let finished = children
+        .into_iter()
+        .filter(|pid| {
+            crate::sys::waitpid(*pid)
+                .is_ok_and(|raw| libc::WIFEXITED(raw) && libc::WEXITSTATUS(raw) == 0)
+        })
+        .count() as u64;
+    Attempt {
+        done: finished == n,
+        error: (finished < n).then(|| format!("{} of {n} processes were stopped", n - finished)),
+        count: Some(finished),
         errno: None,
     }
 }

@@ -6,13 +6,14 @@
 //! otherwise, and the report says why. One missing layer stops no other check.
 
 mod inside;
+mod limits;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::masking::MaskRule;
-use crate::plan::{Limits, Plan, Request, RootIdentity};
+use crate::plan::{Fallback, Limits, Plan, Request, RootIdentity};
 use crate::spawn::{Outcome, Output, Sandbox};
 use inside::{Attempt, Status};
 
@@ -48,6 +49,7 @@ pub fn check_layers(
     scratch: &Path,
     mask: &MaskRule,
     identity: RootIdentity,
+    fallback: Fallback,
 ) -> Vec<LayerCheck> {
     let doctor = Doctor {
         sandbox: Sandbox::new(helper.to_path_buf()),
@@ -55,6 +57,7 @@ pub fn check_layers(
         scratch,
         mask,
         identity,
+        fallback,
     };
     let mut checks = Vec::new();
     let Some(seccomp_mode) = doctor.process(&mut checks) else {
@@ -75,6 +78,8 @@ struct Doctor<'a> {
     scratch: &'a Path,
     mask: &'a MaskRule,
     identity: RootIdentity,
+    /// `[sandbox.limits] fallback = "rlimits"`.
+    fallback: Fallback,
 }
 
 impl Doctor<'_> {
@@ -319,59 +324,6 @@ impl Doctor<'_> {
         checks.push(refused("network", ran, what, &[], true));
         drop(listener);
     }
-
-    /// Processes, memory, file size and time.
-    fn limits(&self, checks: &mut Vec<LayerCheck>) {
-        let limited = |args: &[&str], limits: Limits| Request {
-            limits,
-            ..self.base(args)
-        };
-        for (layer, args, limits, what, errnos) in [
-            (
-                "process-limit",
-                &["fork", "64"][..],
-                Limits {
-                    pids: Some(16),
-                    ..short()
-                },
-                "64 processes under a limit of 16",
-                &[libc::EAGAIN][..],
-            ),
-            (
-                "memory-limit",
-                &["alloc", "512"][..],
-                Limits {
-                    memory_mb: Some(64),
-                    ..short()
-                },
-                "512 MiB under a limit of 64",
-                &[libc::ENOMEM][..],
-            ),
-            (
-                "file-size-limit",
-                &["fill", "/tmp/fill", "16"][..],
-                Limits {
-                    disk_mb: Some(4),
-                    ..short()
-                },
-                "16 MiB written under a limit of 4",
-                &[libc::EFBIG, libc::ENOSPC][..],
-            ),
-            (
-                "timeout",
-                &["sleep", "30"][..],
-                Limits {
-                    timeout_ms: Some(300),
-                    ..short()
-                },
-                "30 s of sleep under a timeout of 0.3 s",
-                &[][..],
-            ),
-        ] {
-            let ran = self.run(&limited(args, limits));
-            checks.push(refused(layer, ran, what, errnos, true));
-        }
-    }
 }
 
 fn check(layer: &'static str, works: bool, detail: &str, required: bool) -> LayerCheck {
@@ -443,10 +395,13 @@ fn names(errnos: &[i32]) -> String {
         .join(" or ")
 }
 
+/// The limits of every check: a time and a process count, per process where no group can hold
+/// them (the other layers are checked wherever they can run; the limit checks say what binds).
 fn short() -> Limits {
     Limits {
         timeout_ms: Some(20_000),
         pids: Some(64),
+        fallback: Fallback::Rlimits,
         ..Limits::default()
     }
 }
