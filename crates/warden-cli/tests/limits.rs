@@ -228,7 +228,7 @@ fn a_killed_warden_leaves_no_cgroup_behind() {
     let mut child = warden.spawn().unwrap();
     let pid = child.id();
     let mut left = Vec::new();
-    for _ in 0..100 {
+    for _ in 0..1200 {
         left = groups_of(pid);
         if !left.is_empty() {
             break;
@@ -286,4 +286,136 @@ fn pgrep(pattern: &str) -> String {
     .stdout
     .trim()
     .to_owned()
+}
+
+/// Whether the unified hierarchy is at /sys/fs/cgroup, as root: where the next tests make
+/// cgroups of their own. They run in the guest (`guest/test`, which sets `WARDEN_GUEST`) on
+/// every CI run; on a v1 host there is nothing to test.
+fn v2_as_root(p: &Project) -> bool {
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    if v2 && crate::support::is_root() {
+        return groups_available(p);
+    }
+    assert!(
+        std::env::var_os("WARDEN_GUEST").is_none() || !crate::support::is_root(),
+        "the guest is cgroup v2: this test must run there"
+    );
+    eprintln!("skipping: not root on a cgroup v2 host (guest/test runs this)");
+    false
+}
+
+/// `warden exec … -- cat /proc/self/cgroup`, started from a shell that first moves itself into
+/// `group`; with `alone`, the shell becomes warden (so warden is alone in the group).
+fn from_group(p: &Project, group: &std::path::Path, alone: bool) -> Run {
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let start = if alone { "exec " } else { "" };
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && {start}{warden} exec --json --memory 128 -- cat /proc/self/cgroup; exit $?",
+        group.display()
+    );
+    finish(
+        &Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(p.root())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &p.home)
+            .env("XDG_CONFIG_HOME", p.home.join(".config"))
+            .env("WARDEN_HOME", p.home.join("warden"))
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a_warden_alone_in_its_cgroup_moves_into_a_leaf_and_groups_commands_beside_it() {
+    let p = Project::new();
+    if !v2_as_root(&p) {
+        return;
+    }
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    std::fs::write(root.join("cgroup.subtree_control"), "+memory +pids +cpu").unwrap();
+    let name = format!("test-alone-{}", std::process::id());
+    let group = root.join(&name);
+    let crowded = root.join(format!("{name}-crowded"));
+    std::fs::create_dir_all(&group).unwrap();
+    std::fs::create_dir_all(&crowded).unwrap();
+    // With the shell that started it beside it, its own group cannot have children with
+    // controllers: the command's group goes under the parent (here the hierarchy's root).
+    let run = from_group(&p, &crowded, false);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inside = run.json()["stdout"].as_str().unwrap().trim().to_owned();
+    assert!(inside.starts_with("0::/warden-"), "{inside}");
+    // Alone, it moves into a leaf of its own group and puts the command's group beside it.
+    let run = from_group(&p, &group, true);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inside = run.json()["stdout"].as_str().unwrap().trim().to_owned();
+    assert!(
+        inside.starts_with(&format!("0::/{name}/warden-")),
+        "{inside}"
+    );
+    let leaves: Vec<String> = std::fs::read_dir(&group)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("warden-"))
+        .collect();
+    assert!(leaves.iter().any(|n| n.ends_with("-self")), "{leaves:?}");
+    // Only the leaf warden left itself in is left: the command's group is gone.
+    assert_eq!(leaves.len(), 1, "{leaves:?}");
+    for leaf in leaves {
+        std::fs::remove_dir(group.join(leaf)).unwrap();
+    }
+    std::fs::remove_dir(&group).unwrap();
+    std::fs::remove_dir(&crowded).unwrap();
+}
+
+#[test]
+fn without_a_cgroup_nothing_runs_unless_the_user_chose_per_process_limits() {
+    let p = Project::new();
+    if !groups_available(&p) || !crate::support::is_root() {
+        return;
+    }
+    let warden = env!("CARGO_BIN_EXE_warden");
+    let fallback = p.tmp().join("fallback.toml");
+    std::fs::write(&fallback, "[sandbox.limits]\nfallback = \"rlimits\"\n").unwrap();
+    // In a mount namespace whose /sys/fs/cgroup is an empty tmpfs: no hierarchy at all.
+    let hidden = |settings: &str| {
+        let script = format!(
+            "mount -t tmpfs none /sys/fs/cgroup && {warden} exec --json {settings} --memory 128 \
+             -- touch ran"
+        );
+        let run = finish(
+            &Command::new("unshare")
+                .args(["-m", "--propagation", "private", "sh", "-c", &script])
+                .current_dir(p.root())
+                .env("HOME", &p.home)
+                .env("XDG_CONFIG_HOME", p.home.join(".config"))
+                .env("WARDEN_HOME", p.home.join("warden"))
+                .output()
+                .unwrap(),
+        );
+        let ran = p.root().join("ran").exists();
+        let _ = std::fs::remove_file(p.root().join("ran"));
+        (run, ran)
+    };
+    let (run, ran) = hidden("");
+    assert_eq!(run.code, 126, "{}", run.stderr);
+    assert!(!ran);
+    assert!(
+        run.stderr.contains("memory") && run.stderr.contains("fallback"),
+        "{}",
+        run.stderr
+    );
+    let (run, ran) = hidden(&format!("--settings {}", fallback.display()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(ran);
+    assert!(run.stderr.contains("warning: limits:"), "{}", run.stderr);
+    assert_eq!(bound_by(&run, "memory"), "rlimit", "{}", run.stdout);
+    assert_eq!(bound_by(&run, "processes"), "rlimit", "{}", run.stdout);
+    let warnings = &run.json()["sandbox"]["warnings"];
+    assert!(
+        warnings[0].as_str().unwrap().contains("each process"),
+        "{warnings}"
+    );
 }
