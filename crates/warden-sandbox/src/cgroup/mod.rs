@@ -13,6 +13,7 @@
 //! over, whatever is still in them killed first. Groups left by a warden that was killed are
 //! removed by the next command that uses the same base (or by `warden manifest reap`).
 
+mod scope;
 mod v1;
 mod v2;
 

@@ -88,12 +88,39 @@ fn own() -> Result<PathBuf, String> {
 }
 
 fn find(controllers: &[&'static str]) -> Result<Base, String> {
-    let own = own()?;
     let mut tried = Vec::new();
+    if let Some(base) = find_from(&own()?, controllers, &mut tried) {
+        return Ok(base);
+    }
+    // 4. A scope systemd delegates, warden alone in it.
+    if systemd_host() {
+        match super::scope::enter_delegated_scope() {
+            Ok(unit) => {
+                let mut in_scope = Vec::new();
+                if let Some(base) = find_from(&own()?, controllers, &mut in_scope) {
+                    return Ok(Base {
+                        how: "a transient scope systemd delegated (warden moved into a leaf of it)",
+                        ..base
+                    });
+                }
+                tried.push(format!("in {unit}: {}", in_scope.join("; ")));
+            }
+            Err(why) => tried.push(why),
+        }
+    }
+    Err(format!(
+        "no cgroup v2 subtree is delegated to warden: {}",
+        tried.join("; ")
+    ))
+}
+
+/// Steps 1 to 3 from warden's own group `own`; what failed is added to `tried`.
+fn find_from(own: &Path, controllers: &[&'static str], tried: &mut Vec<String>) -> Option<Base> {
+    let own = own.to_path_buf();
     // 1. The hierarchy's root: it alone has no cgroup.type.
     if !own.join("cgroup.type").exists() {
         if sys::writable(&own.join("cgroup.subtree_control")) {
-            return Ok(made(own, controllers, "the root of the cgroup hierarchy"));
+            return Some(made(own, controllers, "the root of the cgroup hierarchy"));
         }
         tried.push(format!(
             "{} is the hierarchy's root, but not writable (a read-only /sys/fs/cgroup)",
@@ -106,7 +133,7 @@ fn find(controllers: &[&'static str]) -> Result<Base, String> {
         if procs.lines().all(|p| p.trim() == me) {
             match into_leaf(&own) {
                 Ok(()) => {
-                    return Ok(made(
+                    return Some(made(
                         own,
                         controllers,
                         "warden's own cgroup (warden moved into a leaf of it)",
@@ -129,14 +156,11 @@ fn find(controllers: &[&'static str]) -> Result<Base, String> {
     // 3. The parent, delegated.
     if let Some(parent) = own.parent().filter(|p| p.starts_with(ROOT)) {
         match parent_base(parent, controllers) {
-            Ok(base) => return Ok(base),
+            Ok(base) => return Some(base),
             Err(why) => tried.push(why),
         }
     }
-    Err(format!(
-        "no cgroup v2 subtree is delegated to warden: {}",
-        tried.join("; ")
-    ))
+    None
 }
 
 fn parent_base(parent: &Path, controllers: &[&'static str]) -> Result<Base, String> {
