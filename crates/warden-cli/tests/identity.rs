@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Project, Run, is_root, sandbox_available};
+use crate::support::{Project, exec, is_root, sandbox_available};
 
 /// Whether these tests can run: as root, with the sandbox. In CI (`WARDEN_REQUIRE_KERNEL`) they
 /// must.
@@ -28,13 +28,6 @@ fn words(text: &str) -> String {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
-    let mut args = vec!["exec", "--json"];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&["--", "sh", "-c", script]);
-    p.run(&args)
 }
 
 /// A settings file of the user's, given on the command line.

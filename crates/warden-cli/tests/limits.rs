@@ -4,25 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{Project, Run, finish, sandbox_available};
-
-fn sh(p: &Project, script: &str) -> Run {
-    finish(
-        &Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir(p.root())
-            .output()
-            .unwrap(),
-    )
-}
-
-fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
-    let mut args = vec!["exec", "--json"];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&["--", "sh", "-c", script]);
-    p.run(&args)
-}
+use crate::support::{Project, Run, exec, finish, sandbox_available, sh};
 
 /// How the run bound `limit`, as `sandbox.limits` says.
 fn bound_by(run: &Run, limit: &str) -> String {
@@ -243,8 +225,10 @@ fn a_killed_warden_leaves_no_cgroup_behind() {
         // In a transient scope systemd delegated, systemd removes the scope, groups and all,
         // once warden is gone.
         let in_scope = |g: &std::path::PathBuf| {
-            g.parent()
-                .is_some_and(|s| s.ends_with(format!("warden-{pid}.scope")))
+            g.parent().and_then(|s| s.file_name()).is_some_and(|s| {
+                let s = s.to_string_lossy();
+                s.starts_with(&format!("warden-{pid}-")) && is_scope(&s)
+            })
         };
         assert!(
             left.iter().all(in_scope),
@@ -275,7 +259,9 @@ fn groups_of(pid: u32) -> Vec<std::path::PathBuf> {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // A transient scope of systemd's is named after warden too: its groups are inside.
+            if name.starts_with(&prefix) && !is_scope(&name) {
                 found.push(entry.path());
             } else {
                 stack.push(entry.path());
@@ -283,6 +269,13 @@ fn groups_of(pid: u32) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+/// Whether a cgroup's name is a systemd scope's.
+fn is_scope(name: &str) -> bool {
+    std::path::Path::new(name)
+        .extension()
+        .is_some_and(|e| e == "scope")
 }
 
 fn pgrep(pattern: &str) -> String {
@@ -349,6 +342,21 @@ fn a_warden_alone_in_its_cgroup_moves_into_a_leaf_and_groups_commands_beside_it(
     let crowded = root.join(format!("{name}-crowded"));
     std::fs::create_dir_all(&group).unwrap();
     std::fs::create_dir_all(&crowded).unwrap();
+    // Under systemd, a group is warden's only once handed over, as systemd marks the groups it
+    // delegates.
+    if std::path::Path::new("/run/systemd/system").is_dir() {
+        let mark = format!(
+            "import os; os.setxattr({:?}, 'trusted.delegate', b'1')",
+            group.display().to_string()
+        );
+        assert!(
+            Command::new("python3")
+                .args(["-c", &mark])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
     // With the shell that started it beside it, its own group cannot have children with
     // controllers: the command's group goes elsewhere (under the hierarchy's root, or in a
     // scope systemd delegates).

@@ -3,26 +3,7 @@
 
 use std::process::Command;
 
-use crate::support::{Project, Run, backends, finish, on_a_terminal, sandbox_available};
-
-fn sh(p: &Project, script: &str) -> Run {
-    finish(
-        &Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir(p.root())
-            .env("HOME", &p.home)
-            .output()
-            .unwrap(),
-    )
-}
-
-fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
-    let mut args = vec!["exec", "--json"];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&["--", "sh", "-c", script]);
-    p.run(&args)
-}
+use crate::support::{Project, backends, exec, finish, on_a_terminal, sandbox_available, sh};
 
 #[test]
 fn a_command_runs_in_the_workspace_with_its_output_and_exit_code() {

@@ -162,6 +162,28 @@ pub(crate) fn finish(output: &Output) -> Run {
     }
 }
 
+/// `sh -c script` in the project, unsandboxed, with the project's home: the control run of a
+/// probe the sandbox must stop.
+pub(crate) fn sh(p: &Project, script: &str) -> Run {
+    finish(
+        &Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(p.root())
+            .env("HOME", &p.home)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// `warden exec --json FLAGS -- sh -c script` in the project.
+pub(crate) fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
+    let mut args = vec!["exec", "--json"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    p.run(&args)
+}
+
 /// Whether the kernel gives us the sandbox; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
 pub(crate) fn sandbox_available(p: &Project) -> bool {
     // The doctor tries every layer: once for the whole test binary.

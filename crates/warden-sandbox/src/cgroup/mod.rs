@@ -175,12 +175,22 @@ impl Cgroup {
                     .holds
                     .extend(dedup(able.iter().map(|s| s.controller()))),
                 Err(e) => {
+                    // None of them holds: a group whose limit could not be written is no bound.
+                    for dir in group.v1.drain(..) {
+                        remove(&dir);
+                    }
                     missing.extend(able.iter().map(|s| (s.controller(), e.to_string())));
                 }
             }
         }
         missing.dedup_by(|a, b| a.0 == b.0);
         group.bind(limits, &missing)?;
+        if group.holds.contains(&"memory") && swap_uncounted(&group) {
+            group.note(
+                "memory: this host has swap the cgroup does not count (no memory.swap.max or \
+                 memsw): the sandbox may use swap beyond the memory limit",
+            );
+        }
         Ok(group)
     }
 
@@ -300,6 +310,7 @@ impl Cgroup {
     /// Kills whatever is still in the groups, reads what they counted and removes them.
     pub(crate) fn finish(&mut self) -> Usage {
         let mut usage = Usage::default();
+        self.check_still_held();
         if let Some((dir, _)) = &self.v2 {
             v2::kill(dir);
             usage = v2::usage(dir);
@@ -314,6 +325,45 @@ impl Cgroup {
         }
         self.remove();
         usage
+    }
+
+    /// Adds `text` to what the command is told.
+    fn note(&mut self, text: &str) {
+        self.warning = Some(match self.warning.take() {
+            Some(before) => format!("{before}; {text}"),
+            None => text.to_owned(),
+        });
+    }
+
+    /// A unified group's controllers can be switched off from above while the command runs
+    /// (by whoever manages the base): a limit lifted so did not bind, and is said so.
+    fn check_still_held(&mut self) {
+        let Some((dir, _)) = &self.v2 else {
+            return;
+        };
+        let still = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+        let lifted: Vec<&'static str> = self
+            .holds
+            .iter()
+            .copied()
+            .filter(|c| {
+                !self
+                    .v1
+                    .iter()
+                    .any(|d| d.starts_with(Path::new(ROOT).join(c)))
+            })
+            .filter(|c| !still.split_whitespace().any(|s| s == *c))
+            .collect();
+        for controller in lifted {
+            let limit = bound_limit(controller);
+            for bound in self.bound.iter_mut().filter(|b| b.limit == limit) {
+                bound.by = Mechanism::Unenforced;
+            }
+            self.note(&format!(
+                "the {controller} controller was switched off for the command's cgroup while it \
+                 ran: its limit did not bind"
+            ));
+        }
     }
 
     /// Ends the groups: what they counted, how each limit was bound, what to say.
@@ -344,6 +394,30 @@ impl Drop for Cgroup {
         }
         v1::kill(&self.v1);
         self.remove();
+    }
+}
+
+/// Whether this host swaps and the memory group has no swap limit.
+fn swap_uncounted(group: &Cgroup) -> bool {
+    let swapping = fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().count() > 1);
+    let counted = group.v2.as_ref().map_or_else(
+        || {
+            group
+                .v1
+                .iter()
+                .any(|d| d.join("memory.memsw.limit_in_bytes").exists())
+        },
+        |(dir, _)| dir.join("memory.swap.max").exists(),
+    );
+    swapping && !counted
+}
+
+/// The name [`Bound`] gives the limit `controller` holds.
+fn bound_limit(controller: &str) -> &'static str {
+    match controller {
+        "memory" => "memory",
+        "pids" => "processes",
+        _ => "cpu",
     }
 }
 
@@ -399,9 +473,11 @@ fn kill_listed(dir: &Path) {
         let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) else {
             return;
         };
+        // 0 stands for a process outside this process's PID namespace: never a kill of 0.
         let pids: Vec<libc::pid_t> = procs
             .lines()
             .filter_map(|l| l.trim().parse().ok())
+            .filter(|pid| *pid > 0)
             .collect();
         if pids.is_empty() {
             return;

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 /// scope's name once this process is in it.
 pub(super) fn enter_delegated_scope() -> Result<String, String> {
     let (bus, which) = bus_path().ok_or("no D-Bus socket to ask systemd on")?;
-    let unit = format!("warden-{}.scope", std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let unit = format!("warden-{}-{nanos:08x}.scope", std::process::id());
     let mut stream = UnixStream::connect(&bus)
         .map_err(|e| format!("the {which} bus at {}: {e}", bus.display()))?;
     stream
@@ -36,7 +39,9 @@ pub(super) fn enter_delegated_scope() -> Result<String, String> {
     if !direct {
         call(&mut stream, hello()).map_err(|e| format!("the {which} bus: Hello: {e}"))?;
     }
-    call(&mut stream, start_transient_unit(&unit, std::process::id()))
+    // Process 0 is the caller, as systemd sees it: the right process even when warden's pid
+    // namespace is not the bus's.
+    call(&mut stream, start_transient_unit(&unit, 0))
         .map_err(|e| format!("systemd ({which}) refused a transient scope: {e}"))?;
     // The job that moves this process may still be running.
     let deadline = Instant::now() + Duration::from_secs(10);

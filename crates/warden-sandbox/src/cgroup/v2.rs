@@ -41,6 +41,9 @@ pub(super) struct Base {
     pub(super) controllers: Vec<&'static str>,
     /// Which of the ways in the module's list it is.
     pub(super) how: &'static str,
+    /// warden's own (the hierarchy's root or its own group): it may enable controllers there.
+    /// A delegated parent is another's to manage.
+    owned: bool,
 }
 
 /// The base found, for the rest of this process's life (warden moves itself at most once).
@@ -50,12 +53,16 @@ static BASE: Mutex<Option<Base>> = Mutex::new(None);
 pub(super) fn base(controllers: &[&'static str]) -> Result<Base, String> {
     let mut found = BASE.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(base) = found.as_mut() {
-        // A controller not asked for the first time may be enabled now.
-        enable(&base.dir, controllers, &mut base.controllers);
+        // A controller not asked for the first time may be enabled now, where warden may; in
+        // another's base, whatever it gives its children now.
+        if base.owned {
+            enable(&base.dir, controllers, &mut base.controllers);
+        } else {
+            base.controllers = given(&base.dir);
+        }
         return Ok(base.clone());
     }
     let base = find(controllers)?;
-    sweep(&base.dir);
     *found = Some(base.clone());
     Ok(base)
 }
@@ -89,7 +96,7 @@ fn own() -> Result<PathBuf, String> {
 
 fn find(controllers: &[&'static str]) -> Result<Base, String> {
     let mut tried = Vec::new();
-    if let Some(base) = find_from(&own()?, controllers, &mut tried) {
+    if let Some(base) = find_from(&own()?, controllers, false, &mut tried) {
         return Ok(base);
     }
     // 4. A scope systemd delegates, warden alone in it.
@@ -97,7 +104,7 @@ fn find(controllers: &[&'static str]) -> Result<Base, String> {
         match super::scope::enter_delegated_scope() {
             Ok(unit) => {
                 let mut in_scope = Vec::new();
-                if let Some(base) = find_from(&own()?, controllers, &mut in_scope) {
+                if let Some(base) = find_from(&own()?, controllers, true, &mut in_scope) {
                     return Ok(Base {
                         how: "a transient scope systemd delegated (warden moved into a leaf of it)",
                         ..base
@@ -114,9 +121,18 @@ fn find(controllers: &[&'static str]) -> Result<Base, String> {
     ))
 }
 
-/// Steps 1 to 3 from warden's own group `own`; what failed is added to `tried`.
-fn find_from(own: &Path, controllers: &[&'static str], tried: &mut Vec<String>) -> Option<Base> {
+/// Steps 1 to 3 from warden's own group `own` (`in_scope`: the scope warden just asked systemd
+/// to delegate); what failed is added to `tried`.
+fn find_from(
+    own: &Path,
+    controllers: &[&'static str],
+    in_scope: bool,
+    tried: &mut Vec<String>,
+) -> Option<Base> {
     let own = own.to_path_buf();
+    // On a systemd host, a group systemd did not hand over is systemd's: it may switch off the
+    // controllers of its children at any time (a daemon-reload, a unit's properties changed).
+    let handed_over = |dir: &Path| in_scope || !systemd_host() || delegated(dir);
     // 1. The hierarchy's root: it alone has no cgroup.type.
     if !own.join("cgroup.type").exists() {
         if sys::writable(&own.join("cgroup.subtree_control")) {
@@ -126,11 +142,16 @@ fn find_from(own: &Path, controllers: &[&'static str], tried: &mut Vec<String>) 
             "{} is the hierarchy's root, but not writable (a read-only /sys/fs/cgroup)",
             own.display()
         ));
+    } else if !handed_over(&own) {
+        tried.push(format!(
+            "{} is systemd's, not delegated to warden",
+            own.display()
+        ));
     } else if sys::writable(&own.join("cgroup.procs")) && sys::writable(&own) {
         // 2. Warden's own group, with nothing else in it.
         let procs = fs::read_to_string(own.join("cgroup.procs")).unwrap_or_default();
         let me = std::process::id().to_string();
-        if procs.lines().all(|p| p.trim() == me) {
+        if procs.lines().any(|p| p.trim() == me) && procs.lines().all(|p| p.trim() == me) {
             match into_leaf(&own) {
                 Ok(()) => {
                     return Some(made(
@@ -155,6 +176,14 @@ fn find_from(own: &Path, controllers: &[&'static str], tried: &mut Vec<String>) 
     }
     // 3. The parent, delegated.
     if let Some(parent) = own.parent().filter(|p| p.starts_with(ROOT)) {
+        if !handed_over(parent) {
+            tried.push(format!(
+                "its parent {} is systemd's, not delegated (run warden in a unit or scope with \
+                 Delegate=yes: systemd-run --scope -p Delegate=yes warden …)",
+                parent.display()
+            ));
+            return None;
+        }
         match parent_base(parent, controllers) {
             Ok(base) => return Some(base),
             Err(why) => tried.push(why),
@@ -170,30 +199,19 @@ fn parent_base(parent: &Path, controllers: &[&'static str]) -> Result<Base, Stri
             parent.display()
         ));
     }
-    if sys::effective_uid() == 0 && systemd_host() && !delegated(parent) {
-        return Err(format!(
-            "its parent {} is systemd's, not delegated (run warden in a unit or scope with \
-             Delegate=yes: systemd-run --scope -p Delegate=yes warden …)",
-            parent.display()
-        ));
-    }
-    let enabled = list(&parent.join("cgroup.subtree_control"));
-    let have: Vec<&'static str> = controllers
-        .iter()
-        .copied()
-        .filter(|c| enabled.iter().any(|e| e == c))
-        .collect();
-    if have.len() < controllers.len() && !controllers.is_empty() {
+    let have = given(parent);
+    if controllers.iter().any(|c| !have.contains(c)) {
         return Err(format!(
             "its parent {} gives its children only {:?}",
             parent.display(),
-            enabled
+            have
         ));
     }
     Ok(Base {
         dir: parent.to_path_buf(),
         controllers: have,
         how: "the delegated parent of warden's own cgroup",
+        owned: false,
     })
 }
 
@@ -204,6 +222,7 @@ fn made(dir: PathBuf, controllers: &[&'static str], how: &'static str) -> Base {
         dir,
         controllers: enabled,
         how,
+        owned: true,
     }
 }
 
@@ -238,15 +257,21 @@ fn systemd_host() -> bool {
     Path::new("/run/systemd/system").is_dir()
 }
 
-/// Whether systemd delegated `dir` (or a group above it) to whoever runs in it.
+/// Whether systemd delegated `dir` itself (a group below a delegated one is its owner's to
+/// manage, and another user's when root is warden).
 fn delegated(dir: &Path) -> bool {
-    dir.ancestors()
-        .take_while(|d| d.starts_with(ROOT) && *d != Path::new(ROOT))
-        .any(|d| {
-            ["trusted.delegate", "user.delegate"]
-                .iter()
-                .any(|name| sys::xattr(d, name).is_some_and(|v| v == b"1"))
-        })
+    ["trusted.delegate", "user.delegate"]
+        .iter()
+        .any(|name| sys::xattr(dir, name).is_some_and(|v| v == b"1"))
+}
+
+/// The controllers limits need that `dir` gives its children.
+fn given(dir: &Path) -> Vec<&'static str> {
+    let enabled = list(&dir.join("cgroup.subtree_control"));
+    ["memory", "pids", "cpu"]
+        .into_iter()
+        .filter(|c| enabled.iter().any(|e| e == c))
+        .collect()
 }
 
 fn list(file: &Path) -> Vec<String> {
@@ -259,6 +284,7 @@ fn list(file: &Path) -> Vec<String> {
 
 /// Makes a group in `base` holding `settings`, and opens its directory.
 pub(super) fn create(base: &Path, settings: &[Setting]) -> Result<(PathBuf, OwnedFd), String> {
+    sweep(base);
     let mut dir = base.join(group_name());
     let mut tries = 0;
     loop {
