@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod architecture;
 mod autorun;
 mod bash_tool;
 mod cli;
