@@ -104,17 +104,6 @@ pub struct Layer {
     pub reasons: Vec<String>,
 }
 
-/// Estimated tokens of a text: four bytes a token, times the calibration.
-pub fn estimate(text: &str, calibration: f64) -> u64 {
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    let tokens = ((text.len() as f64 / 4.0) * calibration).ceil() as u64;
-    tokens
-}
-
 /// Tokens of one item.
 pub fn item_tokens(item: &Item, tokens: &Tokens) -> u64 {
     match item {

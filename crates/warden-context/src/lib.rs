@@ -11,8 +11,8 @@ mod score;
 mod tokens;
 mod untrusted;
 
-pub use builder::{Built, Fate, Input, Layer, Report, build, estimate, item_tokens};
+pub use builder::{Built, Fate, Input, Layer, Report, build, item_tokens};
 pub use identifiers::{Identifier, Kind, extract, missing};
 pub use score::{Score, Signals, failed};
-pub use tokens::{Tokens, calibrate};
+pub use tokens::{Tokens, calibrate, estimate};
 pub use untrusted::Shield;

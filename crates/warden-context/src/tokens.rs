@@ -90,7 +90,7 @@ impl Tokens {
     /// Tokens of `text`.
     pub fn count(&self, text: &str) -> u64 {
         let Some((bpe, encoding)) = &self.bpe else {
-            return crate::builder::estimate(text, self.calibration);
+            return estimate(text, self.calibration);
         };
         if text.len() < CACHE_FROM {
             return bpe.encode_ordinary(text).len() as u64;
@@ -132,6 +132,17 @@ pub fn calibrate(previous: f64, estimated: u64, reported: u64) -> f64 {
     } else {
         seen
     }
+}
+
+/// Estimated tokens of a text: four bytes a token, times the calibration.
+pub fn estimate(text: &str, calibration: f64) -> u64 {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let tokens = ((text.len() as f64 / 4.0) * calibration).ceil() as u64;
+    tokens
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod index;
 mod matching;
 mod name;
 mod registry;
+mod search;
 mod validate;
 
 use std::path::PathBuf;

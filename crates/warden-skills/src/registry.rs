@@ -10,8 +10,8 @@ use sha2::{Digest as _, Sha256};
 
 use crate::SkillError;
 use crate::frontmatter::{self, Frontmatter};
-use crate::matching::Bm25;
 use crate::name::SkillName;
+use crate::search::{Bm25, Globs};
 
 /// The largest `SKILL.md` read.
 const MAX_SKILL_FILE: u64 = 1024 * 1024;
@@ -119,7 +119,7 @@ pub struct Registry {
     pub skills: Vec<Skill>,
     pub problems: Vec<Problem>,
     pub(crate) bm25: Bm25,
-    pub(crate) globs: std::sync::OnceLock<crate::matching::Globs>,
+    pub(crate) globs: std::sync::OnceLock<Globs>,
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -236,7 +236,11 @@ pub fn discover(roots: &[Root]) -> Registry {
             }
         }
     }
-    let bm25 = Bm25::new(&skills);
+    let bm25 = Bm25::new(
+        skills
+            .iter()
+            .map(|s| format!("{} {}", s.meta.name, s.meta.description)),
+    );
     Registry {
         roots: roots.to_vec(),
         skills,
