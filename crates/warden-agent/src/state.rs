@@ -58,6 +58,19 @@ pub struct State {
     pub skills: Vec<ActiveSkill>,
 }
 
+impl State {
+    /// Adds constraints the user pinned (kept through every compaction), each once; blank
+    /// ones are ignored.
+    pub fn pin(&mut self, texts: &[String]) {
+        for text in texts {
+            let text = text.trim();
+            if !text.is_empty() && !self.pinned.iter().any(|p| p == text) {
+                self.pinned.push(text.to_owned());
+            }
+        }
+    }
+}
+
 /// A command the run executed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,4 +98,17 @@ pub struct ActiveSkill {
     pub scripts: Option<bool>,
     /// `model` (the Skill tool) or `auto` (a strong match for the task).
     pub by: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::State;
+
+    #[test]
+    fn a_pin_is_kept_once_trimmed_and_a_blank_one_not_at_all() {
+        let mut state = State::default();
+        state.pin(&["never edit migrations/ ".to_owned(), "  ".to_owned()]);
+        state.pin(&["never edit migrations/".to_owned(), "keep the API".to_owned()]);
+        assert_eq!(state.pinned, ["never edit migrations/", "keep the API"]);
+    }
 }

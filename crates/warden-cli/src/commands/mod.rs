@@ -75,6 +75,20 @@ static ALLOW_HOME_WORKSPACE: AtomicBool = AtomicBool::new(false);
 static REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Trusts the project for the rest of this command (the answer "this run only").
+/// The exit code of an agent run: 0 done, 3 a budget ran out, 130 interrupted, 1 an error
+/// (said on standard error).
+pub(crate) fn exit_of(status: warden_agent::Status) -> Exit {
+    match status {
+        warden_agent::Status::Finished => Exit::Success,
+        warden_agent::Status::BudgetExhausted(_) => Exit::Code(3),
+        warden_agent::Status::Interrupted => Exit::Code(130),
+        warden_agent::Status::Error(why) => {
+            eprintln!("warden: error: {why}");
+            Exit::Failure
+        }
+    }
+}
+
 pub(crate) fn trust_for_this_command() {
     TRUST_PROJECT.store(true, Ordering::Relaxed);
 }

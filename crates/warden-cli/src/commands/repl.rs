@@ -7,7 +7,7 @@ use warden_agent::{Agent, State, Trigger};
 use warden_model::Item;
 
 use super::context::print_report;
-use super::run::{exit_of, pin};
+use super::exit_of;
 use crate::Exit;
 
 /// What is shown before each line is read.
@@ -68,7 +68,7 @@ pub(super) fn session(
             }
             "/pin" if rest.is_empty() => note("/pin TEXT: say what must hold for the session"),
             "/pin" => {
-                pin(state, &[rest.to_owned()]);
+                state.pin(&[rest.to_owned()]);
                 saved(agent, state, &format!("pinned: {rest}"));
             }
             "/pins" => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use serde_json::json;
 use warden_agent::{
-    Agent, Budgets, Compacted, Human, Interrupt, JsonLines, Sink, State, Status, Terminal, Trigger,
+    Agent, Budgets, Compacted, Human, Interrupt, JsonLines, Sink, State, Terminal, Trigger,
 };
 use warden_config::{PermissionMode, RawSettings, Settings};
 use warden_model::{Client, Item, SelectError};
@@ -227,16 +227,6 @@ fn cli_layer(args: &AgentArgs) -> Result<RawSettings, CliError> {
     Ok(raw)
 }
 
-/// Adds constraints the user pinned, each once.
-pub(super) fn pin(state: &mut State, texts: &[String]) {
-    for text in texts {
-        let text = text.trim();
-        if !text.is_empty() && !state.pinned.iter().any(|p| p == text) {
-            state.pinned.push(text.to_owned());
-        }
-    }
-}
-
 fn budgets(settings: &Settings, args: &AgentArgs) -> Budgets {
     let b = &settings.budgets;
     Budgets {
@@ -258,7 +248,7 @@ fn start(
     mode: Mode,
     mut governed: Option<super::manifest_run::Governed>,
 ) -> Result<Exit, CliError> {
-    pin(&mut state, &args.pin);
+    state.pin(&args.pin);
     let Saved {
         model: saved_model,
         items: saved_items,
@@ -415,7 +405,7 @@ fn start(
                 Some(_) => true,
             };
             let mut exit = if waiting {
-                exit_of(runtime.block_on(agent.run(&mut state)))
+                super::exit_of(runtime.block_on(agent.run(&mut state)))
             } else {
                 Exit::Success
             };
@@ -481,19 +471,6 @@ struct Quiet;
 impl Sink for Quiet {
     fn text(&mut self, _: &str) {}
     fn event(&mut self, _: &str, _: &serde_json::Value) {}
-}
-
-/// The exit code of a run.
-pub(super) fn exit_of(status: Status) -> Exit {
-    match status {
-        Status::Finished => Exit::Success,
-        Status::BudgetExhausted(_) => Exit::Code(3),
-        Status::Interrupted => Exit::Code(130),
-        Status::Error(why) => {
-            eprintln!("warden: error: {why}");
-            Exit::Failure
-        }
-    }
 }
 
 /// The handoff summary: as text for the next agent, or JSON with its sections.
