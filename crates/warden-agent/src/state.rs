@@ -108,7 +108,10 @@ mod tests {
     fn a_pin_is_kept_once_trimmed_and_a_blank_one_not_at_all() {
         let mut state = State::default();
         state.pin(&["never edit migrations/ ".to_owned(), "  ".to_owned()]);
-        state.pin(&["never edit migrations/".to_owned(), "keep the API".to_owned()]);
+        state.pin(&[
+            "never edit migrations/".to_owned(),
+            "keep the API".to_owned(),
+        ]);
         assert_eq!(state.pinned, ["never edit migrations/", "keep the API"]);
     }
 }

@@ -378,13 +378,7 @@ impl Prepared {
                 return (Vec::new(), Vec::new());
             }
         };
-        self.receipt.grants.layers.clone_from(&outcome.layers);
-        self.receipt.grants.limits.clone_from(&outcome.limits);
-        for warning in &outcome.warnings {
-            if !self.receipt.warnings.contains(warning) {
-                self.receipt.warnings.push(warning.clone());
-            }
-        }
+        self.receipt.sandboxed(&outcome);
         self.receipt.commands.push(CommandRun {
             sha256: command_sha256(&options.command),
             exit_code: outcome.exit_code,

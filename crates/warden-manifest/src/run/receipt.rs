@@ -32,6 +32,20 @@ pub struct Receipt {
     pub report: Option<Report>,
 }
 
+impl Receipt {
+    /// What the sandbox said of a command: its layers, how each limit was bound, and its
+    /// warnings (each once).
+    pub(crate) fn sandboxed(&mut self, outcome: &warden_sandbox::Outcome) {
+        self.grants.layers.clone_from(&outcome.layers);
+        self.grants.limits.clone_from(&outcome.limits);
+        for warning in &outcome.warnings {
+            if !self.warnings.contains(warning) {
+                self.warnings.push(warning.clone());
+            }
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
