@@ -220,22 +220,8 @@ fn a_killed_warden_leaves_no_cgroup_behind() {
     assert!(!left.is_empty(), "warden {pid} made no group");
     child.kill().unwrap();
     child.wait().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    if groups_of(pid).is_empty() {
-        // In a transient scope systemd delegated, systemd removes the scope, groups and all,
-        // once warden is gone.
-        let in_scope = |g: &std::path::PathBuf| {
-            g.parent().and_then(|s| s.file_name()).is_some_and(|s| {
-                let s = s.to_string_lossy();
-                s.starts_with(&format!("warden-{pid}-")) && is_scope(&s)
-            })
-        };
-        assert!(
-            left.iter().all(in_scope),
-            "the killed warden's groups went, but not with a scope of systemd's: {left:?}"
-        );
-        return;
-    }
+    // Whichever comes first removes them: the next command in the same base (another test's,
+    // running beside this one), systemd with its scope, or the reaper.
     let run = p.run(&["manifest", "reap"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(

@@ -183,7 +183,6 @@ impl Cgroup {
                 }
             }
         }
-        missing.dedup_by(|a, b| a.0 == b.0);
         group.bind(limits, &missing)?;
         if group.holds.contains(&"memory") && swap_uncounted(&group) {
             group.note(
@@ -212,21 +211,18 @@ impl Cgroup {
             }
         };
         let mut bound = Vec::new();
-        for (limit, controller, value, fallback) in [
+        for (controller, value, fallback) in [
             (
-                "memory",
                 "memory",
                 limits.memory_mb.map(|m| format!("{m} MiB")),
                 Mechanism::Rlimit,
             ),
             (
-                "processes",
                 "pids",
                 limits.pids.map(|p| p.to_string()),
                 Mechanism::Rlimit,
             ),
             (
-                "cpu",
                 "cpu",
                 limits.cpus.map(|c| format!("{c} CPUs")),
                 Mechanism::Unenforced,
@@ -235,7 +231,7 @@ impl Cgroup {
             if let Some(value) = value {
                 let by = by_group(controller).unwrap_or(fallback);
                 bound.push(Bound {
-                    limit: limit.to_owned(),
+                    limit: names(controller).0.to_owned(),
                     value,
                     by,
                 });
@@ -266,7 +262,7 @@ impl Cgroup {
             .join("; ");
         let names = missing
             .iter()
-            .map(|(controller, _)| limit_name(controller))
+            .map(|(controller, _)| names(controller).1)
             .collect::<Vec<_>>()
             .join(", ");
         if limits.fallback == crate::plan::Fallback::None {
@@ -355,7 +351,7 @@ impl Cgroup {
             .filter(|c| !still.split_whitespace().any(|s| s == *c))
             .collect();
         for controller in lifted {
-            let limit = bound_limit(controller);
+            let (limit, _) = names(controller);
             for bound in self.bound.iter_mut().filter(|b| b.limit == limit) {
                 bound.by = Mechanism::Unenforced;
             }
@@ -412,20 +408,12 @@ fn swap_uncounted(group: &Cgroup) -> bool {
     swapping && !counted
 }
 
-/// The name [`Bound`] gives the limit `controller` holds.
-fn bound_limit(controller: &str) -> &'static str {
+/// The limit `controller` holds: its name in [`Bound`], and in what the user is told.
+fn names(controller: &str) -> (&'static str, &'static str) {
     match controller {
-        "memory" => "memory",
-        "pids" => "processes",
-        _ => "cpu",
-    }
-}
-
-fn limit_name(controller: &str) -> &'static str {
-    match controller {
-        "memory" => "memory",
-        "pids" => "process",
-        _ => "CPU",
+        "memory" => ("memory", "memory"),
+        "pids" => ("processes", "process"),
+        _ => ("cpu", "CPU"),
     }
 }
 
@@ -557,4 +545,51 @@ pub fn reap() -> usize {
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process id no process has now (the highest ids are rarely given out).
+    fn gone_pid() -> u32 {
+        (4_000_000..4_194_304)
+            .rev()
+            .find(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_sweep_takes_only_the_groups_of_wardens_that_are_gone() {
+        let base = tempfile::tempdir().unwrap();
+        let gone = gone_pid();
+        let names = [
+            format!("warden-{gone}-0a1b-0"),
+            format!("warden-{gone}-self"),
+            format!("warden-{}-0a1b-1", std::process::id()),
+            "warden-1-0a1b-0".to_owned(),
+            "system.slice".to_owned(),
+            "warden-notapid".to_owned(),
+        ];
+        for name in &names {
+            fs::create_dir(base.path().join(name)).unwrap();
+        }
+        assert_eq!(sweep(base.path()), 2);
+        let mut left: Vec<String> = fs::read_dir(base.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // Its own, a live process's (pid 1), and what warden never names so.
+        assert_eq!(
+            left,
+            [
+                "system.slice".to_owned(),
+                "warden-1-0a1b-0".to_owned(),
+                format!("warden-{}-0a1b-1", std::process::id()),
+                "warden-notapid".to_owned(),
+            ]
+        );
+    }
 }

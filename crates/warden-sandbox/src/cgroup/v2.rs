@@ -133,18 +133,20 @@ fn find_from(
     // On a systemd host, a group systemd did not hand over is systemd's: it may switch off the
     // controllers of its children at any time (a daemon-reload, a unit's properties changed).
     let handed_over = |dir: &Path| in_scope || !systemd_host() || delegated(dir);
-    // 1. The hierarchy's root: it alone has no cgroup.type.
-    if !own.join("cgroup.type").exists() {
+    // The hierarchy's root alone has no cgroup.type.
+    let root = !own.join("cgroup.type").exists();
+    if !handed_over(&own) {
+        tried.push(format!(
+            "{} is systemd's, not delegated to warden",
+            own.display()
+        ));
+    } else if root {
+        // 1. The hierarchy's root.
         if sys::writable(&own.join("cgroup.subtree_control")) {
             return Some(made(own, controllers, "the root of the cgroup hierarchy"));
         }
         tried.push(format!(
             "{} is the hierarchy's root, but not writable (a read-only /sys/fs/cgroup)",
-            own.display()
-        ));
-    } else if !handed_over(&own) {
-        tried.push(format!(
-            "{} is systemd's, not delegated to warden",
             own.display()
         ));
     } else if sys::writable(&own.join("cgroup.procs")) && sys::writable(&own) {

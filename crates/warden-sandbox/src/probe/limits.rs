@@ -70,8 +70,9 @@ impl Doctor<'_> {
             ),
         ] {
             let ran = self.run(&limited(args, limits));
-            let mut verdict = refused(layer, ran.clone(), what, errnos, true);
-            if let Some(by) = bound_by(&ran, layer) {
+            let by = bound_by(&ran, layer);
+            let mut verdict = refused(layer, ran, what, errnos, true);
+            if let Some(by) = by {
                 verdict.detail = format!("{} [{}]", verdict.detail, by.as_str());
                 // Chosen knowingly: a limit per process passes, and says so.
                 if self.fallback == Fallback::Rlimits
