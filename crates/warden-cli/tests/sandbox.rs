@@ -431,19 +431,27 @@ fn proc_root_links_ptrace_and_abstract_sockets_lead_nowhere() {
 
     // A host abstract unix socket.
     let name = format!("warden-test-{}", std::process::id());
-    let server = std::process::Command::new("python3")
+    let mut server = std::process::Command::new("python3")
         .args(["-c", &format!(
-            "import socket, time; s = socket.socket(socket.AF_UNIX); s.bind('\\0{name}'); s.listen(); time.sleep(20)"
+            "import socket, time; s = socket.socket(socket.AF_UNIX); s.bind('\\0{name}'); s.listen(); \
+             print('listening', flush=True); time.sleep(60)"
         )])
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait until it listens: a slow machine may take seconds to start python.
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "listening");
     let connect = format!(
         "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}')\""
     );
     let outside = sh(&p, &connect);
     let inside = exec(&p, &[], &connect);
-    let mut server = server;
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(
