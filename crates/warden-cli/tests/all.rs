@@ -17,6 +17,7 @@ mod sandbox;
 mod secrets;
 mod session;
 mod skills;
+mod streams;
 mod support;
 mod trace;
 mod trust;

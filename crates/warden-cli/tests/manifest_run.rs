@@ -18,7 +18,7 @@ const SEED: &str = include_str!("../../warden-manifest/tests/fixtures/seed-003.y
 const TOKEN: &str = "ghs_CapabilityToken0123456789abcdefXYZ";
 
 /// A git repository in the project: a slug function with a failing test, committed.
-fn repo(p: &Project) -> String {
+pub(crate) fn repo(p: &Project) -> String {
     let root = p.root();
     std::fs::remove_dir_all(root.join(".git")).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -35,7 +35,7 @@ fn repo(p: &Project) -> String {
     git(&root, &["rev-parse", "HEAD"]).trim().to_owned()
 }
 
-fn manifest(p: &Project, name: &str, text: &str) -> String {
+pub(crate) fn manifest(p: &Project, name: &str, text: &str) -> String {
     let path = p.tmp().join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
@@ -76,7 +76,7 @@ fn runs_dir(p: &Project) -> PathBuf {
 }
 
 /// The test-and-patch template, the network left out (no proxy is needed).
-fn test_and_patch(p: &Project) -> String {
+pub(crate) fn test_and_patch(p: &Project) -> String {
     let init = p.run(&[
         "manifest",
         "init",
