@@ -17,6 +17,16 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The answer without a denial's message, as events carry it.
+    pub fn kind(&self) -> warden_protocol::Answer {
+        match self {
+            Self::Once => warden_protocol::Answer::Once,
+            Self::Session => warden_protocol::Answer::Session,
+            Self::Always => warden_protocol::Answer::Always,
+            Self::Deny(_) => warden_protocol::Answer::Deny,
+        }
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Once => "once",

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use warden_config::RuleList;
 use warden_policy::{Action, Engine};
-use warden_protocol::DecisionKind;
+use warden_protocol::{Asked, DecisionKind, Event, Resolved};
 use warden_tools::{Checked, OnAsk};
 
 use crate::approve::{Answer, Question};
@@ -23,9 +23,15 @@ impl Agent<'_> {
             None
         };
         let arguments = checked.args.to_string();
-        let request = json!({"tool": checked.name, "arguments": checked.args, "decision": checked.decision.decision.as_str(), "reason": checked.decision.reason, "rule": rule});
-        self.trace("approval_requested", &request);
-        self.sink.event("approval_requested", &request);
+        self.publish(&Event::ApprovalRequested {
+            tool: checked.name.clone(),
+            asked: Asked::Call {
+                arguments: checked.args.clone(),
+                decision: checked.decision.decision,
+                reason: checked.decision.reason.clone(),
+                rule: rule.clone(),
+            },
+        });
         // The one wider sandbox granted for a call is the network for a command that needs it.
         let network = escalation
             && (checked.name == "webFetch"
@@ -90,9 +96,11 @@ impl Agent<'_> {
                 checked.refuse(&how);
             }
         }
-        let resolved = json!({"tool": checked.name, "answer": answer.as_str(), "rule": rule});
-        self.trace("approval_resolved", &resolved);
-        self.sink.event("approval_resolved", &resolved);
+        self.publish(&Event::ApprovalResolved {
+            tool: checked.name.clone(),
+            answer: answer.kind(),
+            of: Resolved::Rule { rule },
+        });
     }
 
     /// A `requestPermission` call: granted, the rule holds for the rest of the session.
@@ -107,9 +115,13 @@ impl Agent<'_> {
         probe
             .allow_for_session(rule)
             .map_err(|e| format!("requestPermission: {e}"))?;
-        let request = json!({"tool": REQUEST_PERMISSION, "rule": rule, "reason": reason});
-        self.trace("approval_requested", &request);
-        self.sink.event("approval_requested", &request);
+        self.publish(&Event::ApprovalRequested {
+            tool: REQUEST_PERMISSION.to_owned(),
+            asked: Asked::Permission {
+                rule: rule.to_owned(),
+                reason: reason.to_owned(),
+            },
+        });
         let decision = warden_protocol::Decision {
             reason: reason.to_owned(),
             ..warden_protocol::Decision::unchecked()
@@ -124,9 +136,13 @@ impl Agent<'_> {
             (None, OnAsk::Allow) => Answer::Session,
             (None, OnAsk::Deny) => Answer::Deny(None),
         };
-        let resolved = json!({"tool": REQUEST_PERMISSION, "answer": answer.as_str(), "rule": rule});
-        self.trace("approval_resolved", &resolved);
-        self.sink.event("approval_resolved", &resolved);
+        self.publish(&Event::ApprovalResolved {
+            tool: REQUEST_PERMISSION.to_owned(),
+            answer: answer.kind(),
+            of: Resolved::Rule {
+                rule: Some(rule.to_owned()),
+            },
+        });
         match answer {
             Answer::Deny(message) => Err(format!(
                 "permission {rule} was not granted{}",

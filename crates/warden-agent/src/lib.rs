@@ -15,9 +15,9 @@ mod skills;
 mod state;
 
 pub use approve::{Answer, Approver, Question, Terminal};
-pub use output::{Human, JsonLines, Sink};
+pub use output::{Quiet, Sink};
 pub use prompt::{INSTRUCTIONS_CAP, instructions, known, rules, system};
-pub use run::{Agent, Compacted, Interrupt, Status, Trigger, context, tool_defs, window};
+pub use run::{Agent, Compacted, Interrupt, Status, context, tool_defs, window};
 pub use skills::layer as skills_layer;
 pub use state::{ActiveSkill, CommandRecord, State};
-pub use warden_protocol::Budgets;
+pub use warden_protocol::{Budgets, Event, Trigger};

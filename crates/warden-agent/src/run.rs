@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use warden_config::Settings;
-use warden_model::{Client, Event, Item, Request, ToolCall, ToolDef};
+use warden_model::{Client, Item, Request, ToolCall, ToolDef};
 use warden_policy::Engine;
 use warden_protocol::{
-    Budgets, DecisionKind, SessionId, ToolError, ToolErrorKind, ToolResult, ToolStatus,
+    Budgets, CallStatus, DecisionKind, Event, NetworkCounts, RunStatus, SessionId, ToolError,
+    ToolErrorKind, ToolResult, Trigger,
 };
 use warden_tools::{Checked, OnAsk, Registry, ToolContext, ToolRunner};
 use warden_trace::{AgentSession, TraceStore};
@@ -35,37 +36,18 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(&self) -> &'static str {
+    /// Which way it ended, without the details.
+    pub fn kind(&self) -> RunStatus {
         match self {
-            Self::Finished => "finished",
-            Self::BudgetExhausted(_) => "budget_exhausted",
-            Self::Interrupted => "interrupted",
-            Self::Error(_) => "error",
+            Self::Finished => RunStatus::Finished,
+            Self::BudgetExhausted(_) => RunStatus::BudgetExhausted,
+            Self::Interrupted => RunStatus::Interrupted,
+            Self::Error(_) => RunStatus::Error,
         }
     }
-}
 
-/// Why a compaction ran (SPEC C5); traced with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// The context passed its threshold and pruning was not enough.
-    Threshold,
-    /// `/compact` or `warden compact`.
-    Manual,
-    /// The run goes on with a model whose window is smaller.
-    ModelSwitch,
-    /// The whole run is handed to another agent (`warden handoff`).
-    Handoff,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Threshold => "threshold",
-            Self::Manual => "manual",
-            Self::ModelSwitch => "model_switch",
-            Self::Handoff => "handoff",
-        }
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -282,6 +264,12 @@ impl Agent<'_> {
         Ok(())
     }
 
+    /// Records a step in the trace and shows it.
+    pub(crate) fn publish(&mut self, event: &Event) {
+        self.trace(event.kind(), &event.fields());
+        self.sink.event(event);
+    }
+
     pub(crate) fn trace(&self, kind: &str, data: &Value) {
         // The run goes on if an event cannot be written; the tool events themselves are
         // recorded by the runner, which stops the run when it cannot.
@@ -344,26 +332,30 @@ impl Agent<'_> {
         }
         state.elapsed_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
         let _ = self.save(state, status.as_str());
-        let mut data = json!({
-            "status": status.as_str(),
-            "usage": state.usage,
-            "costUsd": state.cost_usd,
-            "turns": state.turns,
-            "toolCalls": state.tool_calls,
-            "durationMs": state.elapsed_ms,
-            "sessionId": self.session.as_str(),
-        });
-        if let Some(egress) = &self.ctx.egress {
+        let network = self.ctx.egress.as_ref().map(|egress| {
             let counts = egress.proxy.counts();
-            data["network"] = json!({"allowed": counts.allowed, "denied": counts.denied});
-        }
-        match &status {
-            Status::BudgetExhausted(which) => data["budget"] = json!(which),
-            Status::Error(why) => data["error"] = json!(why),
-            Status::Finished | Status::Interrupted => {}
-        }
-        self.trace("session_finished", &data);
-        self.sink.event("session_finished", &data);
+            NetworkCounts {
+                allowed: counts.allowed,
+                denied: counts.denied,
+            }
+        });
+        let (budget, error) = match &status {
+            Status::BudgetExhausted(which) => (Some(which.clone()), None),
+            Status::Error(why) => (None, Some(why.clone())),
+            Status::Finished | Status::Interrupted => (None, None),
+        };
+        self.publish(&Event::SessionFinished {
+            status: status.kind(),
+            usage: state.usage,
+            cost_usd: state.cost_usd,
+            turns: state.turns,
+            tool_calls: state.tool_calls,
+            duration_ms: state.elapsed_ms,
+            session_id: self.session.as_str().to_owned(),
+            network,
+            budget,
+            error,
+        });
         status
     }
 
@@ -408,15 +400,16 @@ impl Agent<'_> {
                 tools: tools.clone(),
                 max_output_tokens: self.max_output_tokens,
             };
-            let data = json!({"turn": state.turns + 1, "items": request.items.len()});
-            self.trace("model_request", &data);
-            self.sink.event("model_request", &data);
+            self.publish(&Event::ModelRequest {
+                turn: state.turns + 1,
+                items: request.items.len(),
+            });
             let interrupt = self.interrupt.clone();
             let turn = {
                 let sink = &mut *self.sink;
                 let mut retries = Vec::new();
-                let mut on_event = |event: Event| {
-                    if let Event::Text(text) = event {
+                let mut on_event = |event: warden_model::Event| {
+                    if let warden_model::Event::Text(text) = event {
                         sink.text(&text);
                     }
                 };
@@ -426,10 +419,11 @@ impl Agent<'_> {
                     () = interrupt.wait() => None,
                 };
                 for notice in retries {
-                    sink.event(
-                        "retry",
-                        &json!({"attempt": notice.attempt, "waitMs": notice.wait.as_millis(), "why": notice.why}),
-                    );
+                    sink.event(&Event::Retry {
+                        attempt: notice.attempt,
+                        wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),
+                        why: notice.why,
+                    });
                 }
                 result
             };
@@ -441,8 +435,9 @@ impl Agent<'_> {
             self.account(state, &request, &turn, estimated);
             state.turns += 1;
             if !turn.text.is_empty() {
-                self.sink
-                    .event("assistant_text", &json!({"text": turn.text}));
+                self.sink.event(&Event::AssistantText {
+                    text: turn.text.clone(),
+                });
             }
             state.items.push(Item::Assistant {
                 text: turn.text.clone(),
@@ -556,11 +551,13 @@ impl Agent<'_> {
             "summaryChars": summary.len(),
             "restoredIdentifiers": restored,
         });
+        // The trace keeps what was put back; the stream says how much.
         self.trace("compaction", &data);
-        self.sink.event(
-            "compaction",
-            &json!({"trigger": trigger.as_str(), "messages": range.len(), "restored": restored.len()}),
-        );
+        self.sink.event(&Event::Compaction {
+            trigger,
+            messages: range.len(),
+            restored: restored.len(),
+        });
         self.save(state, "running")
             .map_err(|why| Some(Status::Error(why)))?;
         Ok(Compacted {
@@ -661,10 +658,13 @@ impl Agent<'_> {
             state.tool_calls += 1;
             let args: Result<Value, String> = serde_json::from_str(&call.arguments)
                 .map_err(|e| format!("the arguments are not valid JSON ({e}): {}", call.arguments));
-            self.sink.event(
-                "tool_call",
-                &json!({"id": call.id, "name": call.name, "arguments": args.clone().unwrap_or_else(|_| json!(call.arguments))}),
-            );
+            self.sink.event(&Event::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: args
+                    .clone()
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            });
             if call.name == UPDATE_PLAN {
                 let answer = args.and_then(|a| extra::update_plan(state, &a));
                 prepared.push(Prepared::Answered(call.clone(), answer));
@@ -694,10 +694,14 @@ impl Agent<'_> {
             if let Some(risk) = d.risk {
                 state.risks.insert(call.id.clone(), risk as u8);
             }
-            self.sink.event(
-                "policy_decision",
-                &json!({"id": call.id, "decision": d.decision.as_str(), "risk": d.risk, "reason": d.reason, "layer": d.layer.as_str(), "rule": d.rule}),
-            );
+            self.sink.event(&Event::PolicyDecision {
+                id: call.id.clone(),
+                decision: d.decision,
+                risk: d.risk,
+                reason: d.reason.clone(),
+                layer: d.layer,
+                rule: d.rule.clone(),
+            });
             if checked.needs_approval() {
                 self.approve(&mut checked, &mut new_rules);
             }
@@ -742,8 +746,10 @@ impl Agent<'_> {
                     if let Prepared::Checked(call, checked) = p
                         && checked.decision.decision == DecisionKind::Allow
                     {
-                        self.sink
-                            .event("tool_running", &json!({"id": call.id, "name": call.name}));
+                        self.sink.event(&Event::ToolRunning {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                        });
                     }
                 }
             }
@@ -795,20 +801,17 @@ impl Agent<'_> {
     ) -> Result<(), String> {
         let cap = usize::try_from(self.settings.context.tool_output_tokens.saturating_mul(4))
             .unwrap_or(usize::MAX);
-        let (call, content, is_error, event) = match (prepared, result) {
-            (Prepared::Answered(call, answer), _) => {
-                let (content, is_error) = match answer {
-                    Ok(value) => (value.to_string(), false),
-                    Err(why) => (json!({"error": {"message": why}}).to_string(), true),
-                };
-                let event = json!({"id": call.id, "name": call.name, "status": if is_error { "error" } else { "ok" }});
-                (call, content, is_error, event)
-            }
+        // What the model is sent, and what the stream says of it.
+        let mut exit_code = None;
+        let mut error = None;
+        let (call, content, status, is_error) = match (prepared, result) {
+            (Prepared::Answered(call, answer), _) => match answer {
+                Ok(value) => (call, value.to_string(), CallStatus::Ok, false),
+                Err(why) => (call, error_content(why), CallStatus::Error, true),
+            },
             (Prepared::Checked(call, _), None) => {
                 let why = "interrupted: the run was stopped before this call ran";
-                let content = json!({"error": {"message": why}}).to_string();
-                let event = json!({"id": call.id, "name": call.name, "status": "interrupted"});
-                (call, content, true, event)
+                (call, error_content(why), CallStatus::Interrupted, true)
             }
             (Prepared::Checked(call, checked), Some(result)) => {
                 runner
@@ -819,11 +822,9 @@ impl Agent<'_> {
                 let known = &mut state.working_set;
                 known.files_read.extend(ws.files_read.iter().cloned());
                 known.files_edited.extend(ws.files_edited.iter().cloned());
-                let mut event =
-                    json!({"id": call.id, "name": call.name, "status": status_name(result.status)});
                 if call.name == "bash" {
                     let command = checked.args.get("command").and_then(Value::as_str);
-                    let exit = result
+                    exit_code = result
                         .output
                         .as_ref()
                         .and_then(|o| o.get("exitCode"))
@@ -831,22 +832,20 @@ impl Agent<'_> {
                     if let Some(command) = command {
                         state.commands.push(CommandRecord {
                             command: command.to_owned(),
-                            exit_code: exit,
+                            exit_code,
                         });
                     }
-                    if let Some(exit) = exit {
-                        event["exitCode"] = json!(exit);
-                    }
                 }
-                let (content, is_error) = match (&result.output, &result.error) {
-                    (Some(output), _) => (output.to_string(), false),
+                let content = match (&result.output, &result.error) {
+                    (Some(output), _) => output.to_string(),
                     (None, Some(err)) => {
-                        event["error"] = json!(err.message);
-                        (json!({"error": err}).to_string(), true)
+                        error = Some(err.message.clone());
+                        json!({"error": err}).to_string()
                     }
-                    (None, None) => ("{}".to_owned(), false),
+                    (None, None) => "{}".to_owned(),
                 };
-                (call, content, is_error, event)
+                let is_error = error.is_some();
+                (call, content, CallStatus::from(result.status), is_error)
             }
         };
         let content = match prepared {
@@ -857,7 +856,13 @@ impl Agent<'_> {
             }
             Prepared::Answered(..) => cap_output(content, cap),
         };
-        self.sink.event("tool_result", &event);
+        self.sink.event(&Event::ToolResult {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            status,
+            exit_code,
+            error,
+        });
         state.items.push(Item::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -875,12 +880,9 @@ enum Prepared {
     Answered(ToolCall, Result<Value, String>),
 }
 
-fn status_name(status: ToolStatus) -> &'static str {
-    match status {
-        ToolStatus::Ok => "ok",
-        ToolStatus::Denied => "denied",
-        ToolStatus::Error => "error",
-    }
+/// A refusal or failure as the model gets it.
+fn error_content(why: &str) -> String {
+    json!({"error": {"message": why}}).to_string()
 }
 
 /// At most `max` characters of `text`, on one line.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use warden_policy::{Narrowing, RuleKind};
-use warden_protocol::Decision;
+use warden_protocol::{Asked, Decision, Event, Resolved};
 use warden_skills::Registry;
 use warden_tools::OnAsk;
 
@@ -153,9 +153,10 @@ impl Agent<'_> {
             let at = active.ok_or_else(|| format!("the skill {} is not loaded", args.name))?;
             let gone = state.skills.remove(at);
             self.apply_narrowings(state)?;
-            let data = json!({"name": gone.name, "reason": "unloaded by the model"});
-            self.trace("skill_unloaded", &data);
-            self.sink.event("skill_unloaded", &data);
+            self.publish(&Event::SkillUnloaded {
+                name: gone.name.clone(),
+                reason: "unloaded by the model".to_owned(),
+            });
             return Ok(json!({"unloaded": gone.name}));
         }
         if let Some(file) = &args.file {
@@ -223,18 +224,16 @@ impl Agent<'_> {
             .iter()
             .filter(|t| !known.iter().any(|k| k.eq_ignore_ascii_case(t)))
             .collect();
-        let data = json!({
-            "name": name,
-            "version": meta.version,
-            "hash": skill.hash,
-            "treeHash": tree_hash,
-            "root": skill.root,
-            "path": skill.path,
-            "by": by,
-            "approval": approval,
+        self.publish(&Event::SkillLoaded {
+            name: name.to_owned(),
+            version: meta.version.clone(),
+            hash: skill.hash.clone(),
+            tree_hash,
+            root: skill.root.clone(),
+            path: skill.path.clone(),
+            by: by.to_owned(),
+            approval: approval.to_owned(),
         });
-        self.trace("skill_loaded", &data);
-        self.sink.event("skill_loaded", &data);
         let mut result = json!({
             "loaded": name,
             "version": meta.version,
@@ -282,9 +281,14 @@ impl Agent<'_> {
             skill.path.display(),
             &tree_hash[..12]
         );
-        let request = json!({"tool": SKILL, "skill": name, "treeHash": tree_hash, "reason": why});
-        self.trace("approval_requested", &request);
-        self.sink.event("approval_requested", &request);
+        self.publish(&Event::ApprovalRequested {
+            tool: SKILL.to_owned(),
+            asked: Asked::Skill {
+                skill: name.to_owned(),
+                tree_hash: tree_hash.to_owned(),
+                reason: why.clone(),
+            },
+        });
         let decision = Decision {
             reason: why.clone(),
             ..Decision::unchecked()
@@ -299,9 +303,13 @@ impl Agent<'_> {
             (None, OnAsk::Allow) => Answer::Once,
             (None, OnAsk::Deny) => Answer::Deny(None),
         };
-        let resolved = json!({"tool": SKILL, "skill": name, "answer": answer.as_str()});
-        self.trace("approval_resolved", &resolved);
-        self.sink.event("approval_resolved", &resolved);
+        self.publish(&Event::ApprovalResolved {
+            tool: SKILL.to_owned(),
+            answer: answer.kind(),
+            of: Resolved::Skill {
+                skill: name.to_owned(),
+            },
+        });
         if let Answer::Deny(message) = answer {
             let how = if self.approver.is_some() {
                 "the user did not approve it"
@@ -380,9 +388,7 @@ impl Agent<'_> {
         }
         let name = best.name.clone();
         if let Err(why) = self.load_skill(state, registry, &name, "auto") {
-            let data = json!({"name": name, "why": why});
-            self.trace("skill_not_loaded", &data);
-            self.sink.event("skill_not_loaded", &data);
+            self.publish(&Event::SkillNotLoaded { name, why });
         }
     }
 
@@ -392,9 +398,10 @@ impl Agent<'_> {
             return;
         }
         for skill in std::mem::take(&mut state.skills) {
-            let data = json!({"name": skill.name, "reason": "the task ended"});
-            self.trace("skill_unloaded", &data);
-            self.sink.event("skill_unloaded", &data);
+            self.publish(&Event::SkillUnloaded {
+                name: skill.name,
+                reason: "the task ended".to_owned(),
+            });
         }
         let _ = self.apply_narrowings(state);
     }

@@ -6,6 +6,7 @@
 
 mod args;
 mod commands;
+mod print;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -49,24 +49,8 @@ pub struct Request {
     pub max_output_tokens: u32,
 }
 
-/// Tokens used by one request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-
-    pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-    }
-}
+/// Tokens used by one request (the type every crate counts in).
+pub use warden_protocol::Usage;
 
 /// What streams back while the model answers.
 #[derive(Debug, Clone, PartialEq, Eq)]

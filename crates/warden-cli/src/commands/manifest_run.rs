@@ -309,12 +309,11 @@ impl Governed {
         let receipt = &finished.receipt;
         record(receipt);
         if json {
-            print_json(&json!({
-                "event": "receipt",
-                "runId": receipt.run_id,
-                "status": receipt.status.as_str(),
-                "path": finished.dir.join("receipt.json"),
-            }))?;
+            crate::print::json_line(&warden_agent::Event::Receipt {
+                run_id: receipt.run_id.clone(),
+                status: receipt.status.as_str().to_owned(),
+                path: finished.dir.join("receipt.json"),
+            });
         } else {
             summary(receipt, &finished.dir);
         }

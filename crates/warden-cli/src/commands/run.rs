@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use serde_json::json;
 use warden_agent::{
-    Agent, Budgets, Compacted, Human, Interrupt, JsonLines, Sink, State, Terminal, Trigger,
+    Agent, Budgets, Compacted, Event, Interrupt, Quiet, Sink, State, Terminal, Trigger,
 };
 use warden_config::{PermissionMode, RawSettings, Settings};
 use warden_model::{Client, Item, SelectError};
@@ -321,8 +321,8 @@ fn start(
         Some("allow") => OnAsk::Allow,
         _ => OnAsk::Deny,
     };
-    let mut json_sink = JsonLines;
-    let mut human = Human::default();
+    let mut json_sink = crate::print::JsonLines;
+    let mut human = crate::print::Human::default();
     let mut quiet = Quiet;
     let sink: &mut dyn Sink = match mode {
         // Compacting prints its own result only.
@@ -348,16 +348,13 @@ fn start(
             }
         });
     }
-    sink.event(
-        "session_started",
-        &json!({
-            "sessionId": session.as_str(),
-            "model": client.spec().label(),
-            "cwd": settings.cwd,
-            "mode": settings.permissions.mode.to_string(),
-            "resumed": state.turns > 0,
-        }),
-    );
+    sink.event(&Event::SessionStarted {
+        session_id: session.as_str().to_owned(),
+        model: client.spec().label(),
+        cwd: settings.cwd.clone(),
+        mode: settings.permissions.mode.to_string(),
+        resumed: state.turns > 0,
+    });
     let mut agent = Agent {
         settings: &settings,
         client: &client,
@@ -463,14 +460,6 @@ fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
             Answer::Deny(_) => NetAnswer::Deny,
         }
     })
-}
-
-/// Shows nothing.
-struct Quiet;
-
-impl Sink for Quiet {
-    fn text(&mut self, _: &str) {}
-    fn event(&mut self, _: &str, _: &serde_json::Value) {}
 }
 
 /// The handoff summary: as text for the next agent, or JSON with its sections.
