@@ -7,9 +7,9 @@ use warden_policy::{Action, Engine};
 use warden_protocol::{Asked, DecisionKind, Event, Resolved};
 use warden_tools::{Checked, OnAsk};
 
+use crate::agent::Agent;
 use crate::approve::{Answer, Question};
-use crate::extra::REQUEST_PERMISSION;
-use crate::run::Agent;
+use crate::owned::REQUEST_PERMISSION;
 
 impl Agent<'_> {
     /// Puts a call to a person (or answers it with `--on-ask`).

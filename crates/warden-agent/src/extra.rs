@@ -3,54 +3,8 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warden_model::ToolDef;
 
 use crate::state::State;
-
-pub(crate) const UPDATE_PLAN: &str = "updatePlan";
-pub(crate) const REQUEST_PERMISSION: &str = "requestPermission";
-
-/// The definitions the model sees.
-pub(crate) fn defs() -> Vec<ToolDef> {
-    let list =
-        |what: &str| json!({"type": "array", "items": {"type": "string"}, "description": what});
-    vec![
-        ToolDef {
-            name: UPDATE_PLAN.into(),
-            description: "Keep your plan: the steps (done ones marked), and facts, decisions and \
-                          open questions worth keeping. Each list given replaces the one kept; \
-                          lists left out stay as they are."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "plan": list("The steps, in order."),
-                    "facts": list("What you found that stays true."),
-                    "decisions": list("What you decided, and why."),
-                    "openQuestions": list("What is still unclear."),
-                },
-                "additionalProperties": false,
-            }),
-        },
-        ToolDef {
-            name: REQUEST_PERMISSION.into(),
-            description: "Ask the user for a permission you lack, as a rule: `Bash(npm install *)`, \
-                          `Read(~/data/**)`, `Edit(docs/**)`, `WebFetch(domain:example.com)`. Say why. \
-                          Granted, it holds for the rest of this session. The sandbox itself cannot be \
-                          turned off."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "permission": {"type": "string", "description": "The rule asked for."},
-                    "reason": {"type": "string", "description": "Why it is needed."},
-                },
-                "required": ["permission", "reason"],
-                "additionalProperties": false,
-            }),
-        },
-    ]
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -5,19 +5,27 @@
 //! every step, until a final answer, a budget, Ctrl-C or an error.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod accounting;
+mod agent;
 mod approve;
 mod asking;
+mod calls;
+mod compaction;
+mod context;
 mod extra;
 mod output;
+mod owned;
 mod prompt;
-mod run;
 mod skills;
 mod state;
+mod turn;
 
+pub use agent::{Agent, Compacted, Interrupt, Status};
 pub use approve::{Answer, Approver, Question, Terminal};
+pub use context::{context, window};
 pub use output::{Quiet, Sink};
+pub use owned::tool_defs;
 pub use prompt::{INSTRUCTIONS_CAP, instructions, known, rules, system};
-pub use run::{Agent, Compacted, Interrupt, Status, context, tool_defs, window};
 pub use skills::layer as skills_layer;
 pub use state::{ActiveSkill, CommandRecord, State};
 pub use warden_protocol::{Budgets, Event, Trigger};

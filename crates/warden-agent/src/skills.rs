@@ -14,12 +14,11 @@ use warden_protocol::{Asked, Decision, Event, Resolved};
 use warden_skills::Registry;
 use warden_tools::OnAsk;
 
+use crate::agent::Agent;
 use crate::approve::{Answer, Question};
-use crate::run::Agent;
+use crate::owned::SKILL;
 use crate::state::{ActiveSkill, State};
 
-/// The tool's name.
-pub(crate) const SKILL: &str = "Skill";
 /// The most bytes of a skill's instructions put into the prompt.
 const BODY_CAP: usize = 16 * 1024;
 
@@ -29,29 +28,6 @@ struct SkillArgs {
     name: String,
     file: Option<String>,
     unload: Option<bool>,
-}
-
-/// The `Skill` tool's definition.
-pub(crate) fn def() -> warden_model::ToolDef {
-    warden_model::ToolDef {
-        name: SKILL.into(),
-        description: "Load a skill listed under Skills in the system prompt: its instructions \
-                      then stand in the system prompt until the task ends, and its allowed tools \
-                      limit what you may do. With `file`, read one of a loaded skill's other \
-                      files (references/…). With `unload: true`, put it away. Run a skill's \
-                      scripts with bash."
-            .into(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The skill's name."},
-                "file": {"type": "string", "description": "A file of the loaded skill, relative to its directory."},
-                "unload": {"type": "boolean", "description": "Unload the skill."},
-            },
-            "required": ["name"],
-            "additionalProperties": false,
-        }),
-    }
 }
 
 /// The skills layers of the system prompt: the index of what can be loaded (most relevant
@@ -215,7 +191,7 @@ impl Agent<'_> {
         self.narrowing_of(&active)?;
         state.skills.push(active);
         self.apply_narrowings(state)?;
-        let known: Vec<String> = crate::run::tool_defs(self.registry, true)
+        let known: Vec<String> = crate::owned::tool_defs(self.registry, true)
             .into_iter()
             .map(|d| d.name)
             .collect();
