@@ -4,34 +4,16 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::{Bytes, Incoming};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpStream;
 
 use crate::host::{Host, split_port};
-use crate::server::{Record, Shared, record};
-use crate::tunnel::{Counted, tunnel};
-
-pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
-
-pub(crate) fn text(status: StatusCode, message: &str) -> Response<Body> {
-    let mut response = Response::new(
-        Full::new(Bytes::from(format!("warden: {message}\n")))
-            .map_err(|never| match never {})
-            .boxed(),
-    );
-    *response.status_mut() = status;
-    // A refused client has nothing more to say on this connection.
-    response.headers_mut().insert(
-        hyper::header::CONNECTION,
-        hyper::header::HeaderValue::from_static("close"),
-    );
-    if let Ok(value) = hyper::header::HeaderValue::from_str(&message.replace(['\r', '\n'], " ")) {
-        response.headers_mut().insert("x-warden-denied", value);
-    }
-    response
-}
+use crate::io::Counted;
+use crate::state::{Record, Shared, record};
+use crate::tunnel::tunnel;
+use crate::wire::{Body, host_header_names, text};
 
 pub(crate) async fn http_request(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     if req.method() == Method::CONNECT {
@@ -173,7 +155,7 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
     let rules = decided
         .intercept
         .as_ref()
-        .and_then(crate::server::Intercept::rules);
+        .and_then(crate::state::Intercept::rules);
     // Where paths decide, they are decided, and forwarded, in one spelling.
     if rules.is_some() || shared.gates_paths(&host) {
         path = match crate::path::normalise(&path) {
@@ -191,13 +173,13 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
     }
     let method = req.method().as_str().to_owned();
     match shared.gate(&host, &method, &path, false).await {
-        crate::server::GateAnswer::Refuse(why) => {
+        crate::state::GateAnswer::Refuse(why) => {
             return deny(&shared, rec, StatusCode::FORBIDDEN, why);
         }
-        crate::server::GateAnswer::Add(headers) => {
-            crate::intercept::set_headers(&mut req, &headers);
+        crate::state::GateAnswer::Add(headers) => {
+            crate::wire::set_headers(&mut req, &headers);
         }
-        crate::server::GateAnswer::Pass => {}
+        crate::state::GateAnswer::Pass => {}
     }
     // A credential the proxy puts on requests goes only inside TLS it ended itself: over plain
     // HTTP it would cross the wire in clear.
@@ -263,36 +245,5 @@ async fn forward_request(shared: Arc<Shared>, mut req: Request<Incoming>) -> Res
                 &format!("the upstream failed: {e}"),
             )
         }
-    }
-}
-
-/// Whether the request's `Host` header, if it has one, names `host` and `port` (and nothing
-/// else): one header, UTF-8, a host and port that parse and are these. Why not, otherwise.
-pub(crate) fn host_header_names(
-    headers: &hyper::HeaderMap,
-    host: &Host,
-    port: u16,
-    default_port: u16,
-    whose: &str,
-) -> Result<(), String> {
-    let mut all = headers.get_all(hyper::header::HOST).iter();
-    let Some(value) = all.next() else {
-        return Ok(());
-    };
-    if all.next().is_some() {
-        return Err("the request has more than one Host header".to_owned());
-    }
-    let text = value
-        .to_str()
-        .map_err(|_| "the Host header is not text".to_owned())?;
-    let same = split_port(text).ok().is_some_and(|(h, p)| {
-        Host::parse(h).is_ok_and(|h| h == *host) && p.unwrap_or(default_port) == port
-    });
-    if same {
-        Ok(())
-    } else {
-        Err(format!(
-            "the Host header {text:?} is not {whose} {host}:{port}"
-        ))
     }
 }

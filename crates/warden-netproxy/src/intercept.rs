@@ -5,127 +5,18 @@
 //! request by method and path, and sends it on over a new TLS connection to the address
 //! checked, verified against the system's roots.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-use rustls::sign::CertifiedKey;
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
 use crate::host::{Entry, Host};
-use crate::server::{Record, Shared};
-use crate::tunnel::Counted;
-
-/// A header put on every request to the hosts an entry names (a short-lived credential).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Injection {
-    pub host: Entry,
-    pub header: String,
-    pub value: String,
-}
-
-/// The CA of one run, and the certificates it made, by host.
-pub(crate) struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-    leaves: Mutex<HashMap<String, Arc<CertifiedKey>>>,
-}
-
-impl std::fmt::Debug for Ca {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Ca")
-    }
-}
-
-impl Ca {
-    pub(crate) fn new() -> Result<Self, rcgen::Error> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "warden egress proxy (this run only)");
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
-        Ok(Self {
-            issuer,
-            leaves: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// The CA's certificate, for the sandbox to trust.
-    pub(crate) fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    fn leaf(&self, host: &str) -> Option<Arc<CertifiedKey>> {
-        let mut leaves = self.leaves.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = leaves.get(host) {
-            return Some(Arc::clone(found));
-        }
-        let key = KeyPair::generate().ok()?;
-        let params = CertificateParams::new(vec![host.to_owned()]).ok()?;
-        let cert = params.signed_by(&key, &self.issuer).ok()?;
-        let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        let signing = rustls::crypto::ring::sign::any_supported_type(&der).ok()?;
-        let certified = Arc::new(CertifiedKey::new(
-            vec![cert.der().clone(), self.issuer.der().clone()],
-            signing,
-        ));
-        leaves.insert(host.to_owned(), Arc::clone(&certified));
-        Some(certified)
-    }
-}
-
-#[derive(Debug)]
-struct Certs(Arc<Ca>);
-
-impl rustls::server::ResolvesServerCert for Certs {
-    fn resolve(&self, hello: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.0.leaf(hello.server_name()?)
-    }
-}
-
-/// The server side: certificates made for each name asked, HTTP/1.1 only.
-pub(crate) fn server_config(ca: &Arc<Ca>) -> Arc<rustls::ServerConfig> {
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap_or_else(|_| unreachable!("ring supports the default TLS versions"))
-    .with_no_client_auth()
-    .with_cert_resolver(Arc::new(Certs(Arc::clone(ca))));
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
-/// The client side: the upstream verified against `roots` (the system's, by default).
-pub(crate) fn client_config(
-    roots: Option<&[CertificateDer<'static>]>,
-) -> Arc<rustls::ClientConfig> {
-    let mut store = rustls::RootCertStore::empty();
-    match roots {
-        Some(roots) => {
-            for root in roots {
-                let _ = store.add(root.clone());
-            }
-        }
-        None => store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap_or_else(|_| unreachable!("ring supports the default TLS versions"))
-    .with_root_certificates(store)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
+use crate::io::Counted;
+use crate::state::{Record, Shared};
+use crate::wire::set_headers;
 
 /// Serves the requests of one intercepted tunnel: `client` is the client's TLS stream (already
 /// accepted), `rules` the entries that decide each request (`None`: every request, as when only
@@ -231,7 +122,7 @@ async fn request(
     addr: SocketAddr,
     rules: Option<&[Entry]>,
     template: Record,
-) -> Response<crate::http::Body> {
+) -> Response<crate::wire::Body> {
     let method = req.method().to_string();
     let mut path = req
         .uri()
@@ -245,10 +136,10 @@ async fn request(
     rec.cookie = req.headers().contains_key(hyper::header::COOKIE);
     // The Host header must be the host and port the tunnel is for.
     if let Err(why) =
-        crate::http::host_header_names(req.headers(), host, addr.port(), 443, "the tunnel's host")
+        crate::wire::host_header_names(req.headers(), host, addr.port(), 443, "the tunnel's host")
     {
         shared.record(rec.because(&why));
-        return crate::http::text(StatusCode::BAD_REQUEST, &why);
+        return crate::wire::text(StatusCode::BAD_REQUEST, &why);
     }
     // Where paths decide, they are decided, and forwarded, in one spelling; always in origin
     // form, for this tunnel's host.
@@ -257,7 +148,7 @@ async fn request(
         Ok(checked) => path = checked,
         Err(why) => {
             shared.record(rec.because(&why));
-            return crate::http::text(StatusCode::FORBIDDEN, &why);
+            return crate::wire::text(StatusCode::FORBIDDEN, &why);
         }
     }
     if let Some(rules) = rules {
@@ -268,21 +159,21 @@ async fn request(
                 allowed.join("; ")
             );
             shared.record(rec.because(&why));
-            return crate::http::text(StatusCode::FORBIDDEN, &why);
+            return crate::wire::text(StatusCode::FORBIDDEN, &why);
         };
         rec.reason.clone_from(&rule.text);
     }
     if let Err(why) = shared.spend() {
         shared.record(rec.because(&why));
-        return crate::http::text(StatusCode::TOO_MANY_REQUESTS, &why);
+        return crate::wire::text(StatusCode::TOO_MANY_REQUESTS, &why);
     }
     match shared.gate(host, &method, &path, true).await {
-        crate::server::GateAnswer::Refuse(why) => {
+        crate::state::GateAnswer::Refuse(why) => {
             shared.record(rec.because(&why));
-            return crate::http::text(StatusCode::FORBIDDEN, &why);
+            return crate::wire::text(StatusCode::FORBIDDEN, &why);
         }
-        crate::server::GateAnswer::Add(headers) => set_headers(&mut req, &headers),
-        crate::server::GateAnswer::Pass => {}
+        crate::state::GateAnswer::Add(headers) => set_headers(&mut req, &headers),
+        crate::state::GateAnswer::Pass => {}
     }
     put_credentials(&shared, &mut req, host);
     for name in ["proxy-authorization", "proxy-connection"] {
@@ -294,14 +185,14 @@ async fn request(
             rec.decision = "allow";
             rec.reason = format!("{}; {why}", rec.reason);
             shared.record(rec);
-            return crate::http::text(StatusCode::BAD_GATEWAY, &why);
+            return crate::wire::text(StatusCode::BAD_GATEWAY, &why);
         }
     };
     let (up, down) = (Arc::clone(&upstream.up), Arc::clone(&upstream.down));
     let Ok((mut sender, conn)) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(upstream)).await
     else {
-        return crate::http::text(StatusCode::BAD_GATEWAY, "the upstream connection failed");
+        return crate::wire::text(StatusCode::BAD_GATEWAY, "the upstream connection failed");
     };
     let driver = tokio::spawn(conn);
     rec.decision = "allow";
@@ -320,23 +211,10 @@ async fn request(
             let why = format!("the upstream failed: {e}");
             rec.reason = format!("{}; {why}", rec.reason);
             shared.record(rec);
-            crate::http::text(StatusCode::BAD_GATEWAY, &why)
+            crate::wire::text(StatusCode::BAD_GATEWAY, &why)
         }
     }
 }
-
-/// Sets `headers` on `req`, replacing what the client sent under those names.
-pub(crate) fn set_headers<B>(req: &mut Request<B>, headers: &[(String, String)]) {
-    for (name, value) in headers {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::from_bytes(name.as_bytes()),
-            hyper::header::HeaderValue::from_str(value),
-        ) {
-            req.headers_mut().insert(name, value);
-        }
-    }
-}
-
 /// A TLS connection to the address checked, its certificate verified for `host`.
 async fn upstream(
     shared: &Shared,
@@ -357,62 +235,4 @@ async fn upstream(
         .await
         .map_err(|e| format!("TLS with {host} failed: {e}"))?;
     Ok(Counted::new(tls))
-}
-
-/// A stream that first gives back bytes already read from it.
-pub(crate) struct Prefixed<S> {
-    prefix: Vec<u8>,
-    at: usize,
-    inner: S,
-}
-
-impl<S> Prefixed<S> {
-    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
-        Self {
-            prefix,
-            at: 0,
-            inner,
-        }
-    }
-}
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Prefixed<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        if self.at < self.prefix.len() {
-            let n = (self.prefix.len() - self.at).min(buf.remaining());
-            let at = self.at;
-            buf.put_slice(&self.prefix[at..at + n]);
-            self.at += n;
-            return std::task::Poll::Ready(Ok(()));
-        }
-        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Prefixed<S> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }

@@ -8,19 +8,24 @@
 //! must be its URL's. Every connection ends in a [`Record`].
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod ca;
 mod host;
 mod http;
 mod intercept;
+mod io;
 pub mod path;
 mod policy;
 mod server;
 mod socks;
+mod state;
 pub mod tls;
 mod tunnel;
+mod wire;
 
+pub use ca::Injection;
 pub use host::{DEFAULT_PORTS, Entry, Host, HostError, Pattern, private_range, split_port};
-pub use intercept::Injection;
 pub use policy::{NetPolicy, Verdict};
-pub use server::{
-    Answer, Ask, Config, Counts, Gate, GateAnswer, GateRequest, Proxy, Record, Resolver, Sink,
+pub use server::Proxy;
+pub use state::{
+    Answer, Ask, Config, Counts, Gate, GateAnswer, GateRequest, Record, Resolver, Sink,
 };

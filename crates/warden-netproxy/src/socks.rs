@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::host::Host;
-use crate::server::{Shared, record};
+use crate::state::{Shared, record};
 use crate::tunnel::tunnel;
 
 /// Reply codes.

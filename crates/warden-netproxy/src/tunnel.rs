@@ -2,13 +2,12 @@
 //! tunnel was asked for), then bytes copied both ways and counted.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::host::{Entry, Host};
-use crate::server::{Decided, Record, Shared};
+use crate::state::{Decided, Record, Shared};
 use crate::tls::{self, Hello};
 
 /// The buffer of each direction of a tunnel: large enough for a stream at several gigabits a
@@ -94,7 +93,7 @@ pub(crate) async fn tunnel<C>(
         drop(upstream);
         let acceptor = tokio_rustls::TlsAcceptor::from(server);
         let Ok(accepted) = acceptor
-            .accept(crate::intercept::Prefixed::new(first, client))
+            .accept(crate::io::Prefixed::new(first, client))
             .await
         else {
             "the client refused this run's certificate (is its CA trusted?)"
@@ -125,63 +124,4 @@ pub(crate) async fn tunnel<C>(
     rec.bytes_up = up + first_len;
     rec.bytes_down = down;
     shared.record(rec);
-}
-
-/// A stream that counts the bytes written to it and read from it.
-pub(crate) struct Counted<S = TcpStream> {
-    inner: S,
-    pub(crate) up: Arc<AtomicU64>,
-    pub(crate) down: Arc<AtomicU64>,
-}
-
-impl<S> Counted<S> {
-    pub(crate) fn new(inner: S) -> Self {
-        Self {
-            inner,
-            up: Arc::new(AtomicU64::new(0)),
-            down: Arc::new(AtomicU64::new(0)),
-        }
-    }
-}
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let read = buf.filled().len() - before;
-        self.down.fetch_add(read as u64, Ordering::Relaxed);
-        polled
-    }
-}
-
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let std::task::Poll::Ready(Ok(n)) = &polled {
-            self.up.fetch_add(*n as u64, Ordering::Relaxed);
-        }
-        polled
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }
