@@ -1,5 +1,6 @@
 //! What a run shows: JSON lines of events (`--json`), or text for a person — the answer as it
-//! streams, each tool call with its decision and result, and a last line with the totals.
+//! streams, each tool call with its decision and result, and a last line with the totals; and
+//! the context report of a session as a table.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -224,5 +225,33 @@ fn status_word(status: CallStatus) -> &'static str {
         CallStatus::Denied => "denied",
         CallStatus::Error => "error",
         CallStatus::Interrupted => "interrupted",
+    }
+}
+
+/// A context report as a table, a line per layer and its reasons.
+pub(crate) fn print_report(report: &warden_context::Report) {
+    println!(
+        "window {} tokens, budget {}, this context {}{}",
+        report.window,
+        report.budget,
+        report.total,
+        if report.over_budget {
+            " (over budget)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
+        "layer", "budget", "used", "kept", "trimmed", "dropped"
+    );
+    for layer in &report.layers {
+        println!(
+            "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
+            layer.name, layer.budget, layer.used, layer.kept, layer.trimmed, layer.dropped
+        );
+        for reason in &layer.reasons {
+            println!("    {reason}");
+        }
     }
 }

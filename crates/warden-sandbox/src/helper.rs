@@ -11,11 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::INSIDE_ID;
 use crate::plan::{Mount, Plan};
 use crate::{seccomp, sys};
-
-/// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
-pub const INSIDE_ID: u32 = 1000;
 
 /// The layers every sandboxed command runs under.
 pub const LAYERS: &[&str] = &[

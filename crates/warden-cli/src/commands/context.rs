@@ -43,7 +43,7 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
         print_json(&value)?;
         return Ok(Exit::Success);
     }
-    print_report(report);
+    crate::print::print_report(report);
     if args.items {
         println!(
             "{:>6} {:<12} {:<11} {:>7} {:>6}",
@@ -62,32 +62,4 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
         }
     }
     Ok(Exit::Success)
-}
-
-/// A context report as a table, a line per layer and its reasons.
-pub(super) fn print_report(report: &warden_context::Report) {
-    println!(
-        "window {} tokens, budget {}, this context {}{}",
-        report.window,
-        report.budget,
-        report.total,
-        if report.over_budget {
-            " (over budget)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
-        "layer", "budget", "used", "kept", "trimmed", "dropped"
-    );
-    for layer in &report.layers {
-        println!(
-            "{:<18} {:>8} {:>8} {:>6} {:>8} {:>8}",
-            layer.name, layer.budget, layer.used, layer.kept, layer.trimmed, layer.dropped
-        );
-        for reason in &layer.reasons {
-            println!("    {reason}");
-        }
-    }
 }

@@ -6,9 +6,9 @@ use std::io::Write as _;
 use warden_agent::{Agent, State, Trigger};
 use warden_model::Item;
 
-use super::context::print_report;
 use super::exit_of;
 use crate::Exit;
+use crate::print::print_report;
 
 /// What is shown before each line is read.
 const PROMPT: &str = "warden› ";

@@ -150,3 +150,10 @@ pub(super) fn base(git: &HardenedGit, git_dir: &Path) -> String {
         .map(|id| id.trim().to_owned())
         .unwrap_or_default()
 }
+
+/// What every ref, `HEAD` and the index are measured against.
+pub(super) struct Guard {
+    pub(super) protected: Protected,
+    /// The commit `HEAD` was at when the command started (or the empty tree).
+    pub(super) base: String,
+}

@@ -6,17 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use super::git::{HardenedGit, output};
-use super::guard::{self, Protected};
+use super::guard::{self, Guard, Protected};
 use super::layer::{Kind, entries, is_hex_id, kind, read, with_input};
 use super::objects::objects;
 use super::refs::{head, is_ancestor, refs};
-
-/// What every ref, `HEAD` and the index are measured against.
-pub(super) struct Guard {
-    pub(super) protected: Protected,
-    /// The commit `HEAD` was at when the command started (or the empty tree).
-    pub(super) base: String,
-}
 
 /// Files of git's state of a merge or pick in progress (ids and messages only, nothing git
 /// runs), brought back as they are (a removed one removed). Not `ORIG_HEAD`, `FETCH_HEAD` or

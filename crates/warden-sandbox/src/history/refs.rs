@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use super::git::{HardenedGit, output};
+use super::guard::Guard;
 use super::layer::{Kind, entries, is_hex_id, is_ref_name, kind, lines, read, with_input};
-use super::publish::Guard;
 
 /// The refs the layer holds (its `packed-refs`, then its loose refs over them): new ones made,
 /// forward moves made, other moves made with the old value kept under `refs/warden/kept/`.

@@ -257,7 +257,7 @@ pub(super) fn tmpfs_data(plan: &Plan, target: &Path, writable: bool, size_mb: u6
         "0755"
     };
     // Made by root inside when warden runs as root: owned by the command's id then.
-    let id = crate::helper::INSIDE_ID;
+    let id = crate::plan::INSIDE_ID;
     if writable && plan.run_as.is_some() {
         format!("mode={mode},size={size_mb}m,uid={id},gid={id}")
     } else {

@@ -11,6 +11,9 @@ mod protect;
 
 use protect::{link_below, with_protections};
 
+/// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
+pub const INSIDE_ID: u32 = 1000;
+
 /// The profiles of `warden exec --profile`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
