@@ -11,8 +11,11 @@
 mod autorun;
 mod docs;
 mod error;
+mod kinds;
 mod load;
 mod merge;
+mod parse;
+mod places;
 pub mod raw;
 mod remember;
 mod resolve;
@@ -23,7 +26,9 @@ mod trust;
 pub use autorun::{AUTO_RUN, repository_auto_run};
 pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;
-pub use load::{LoadOptions, MANAGED_PATH, load, parse_str, project_root, user_config_dir};
+pub use load::{LoadOptions, MANAGED_PATH, load};
+pub use parse::parse_str;
+pub use places::{project_root, user_config_dir};
 pub use raw::RawSettings;
 pub use remember::{
     RememberedRules, RuleList, forget_rule, local_rules, move_local_rules, remember_rule,

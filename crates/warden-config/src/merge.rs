@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use crate::settings::{PermissionMode, ProviderKind, RiskName};
+use crate::kinds::{PermissionMode, ProviderKind, RiskName};
 
 /// Fold a lower-priority value into `self`, which has the higher priority.
 pub(crate) trait Merge {

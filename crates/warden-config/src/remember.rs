@@ -160,7 +160,7 @@ pub fn local_rules(project_root: &Path) -> Result<Vec<(RuleList, String)>, Confi
     let Some(text) = state::read_settings_file(&path)? else {
         return Ok(Vec::new());
     };
-    let permissions = crate::load::parse_str(&text, &path)?
+    let permissions = crate::parse::parse_str(&text, &path)?
         .permissions
         .unwrap_or_default();
     let mut rules = Vec::new();

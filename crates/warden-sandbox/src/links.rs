@@ -314,7 +314,9 @@ impl<'a> RealRoot<'a> {
 
 /// Whether a directory's entries hold a `*.pem`, `*.key` or `*.crt` file.
 fn holds_keys(entries: &[std::fs::DirEntry]) -> bool {
-    entries.iter().any(|e| is_key_name(&e.file_name()))
+    entries
+        .iter()
+        .any(|e| crate::masking::is_key_name(&e.file_name()))
 }
 
 /// The entries of `dir`, or `None` when it cannot be read (and is not simply gone): what it
@@ -394,7 +396,7 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
                         .into_iter()
                         .flatten()
                         .flatten()
-                        .any(|e| is_key_name(&e.file_name()))
+                        .any(|e| crate::masking::is_key_name(&e.file_name()))
                 });
             let head = &mut || crate::masking::head(root);
             let decision = rule.decide(&real.at(root), beside_key, head);
@@ -479,25 +481,11 @@ impl Name {
         let name = entry.file_name();
         let extension = Path::new(&name).extension();
         Name {
-            key: extension.is_some_and(is_key_extension),
+            key: extension.is_some_and(crate::masking::is_key_extension),
             bare: extension.is_none(),
             text: name.to_string_lossy().into_owned(),
         }
     }
-}
-
-/// Whether a file name has the extension of a key or certificate.
-pub(crate) fn is_key_name(name: &std::ffi::OsStr) -> bool {
-    Path::new(name).extension().is_some_and(is_key_extension)
-}
-
-/// `pem`, `key`, `crt` or `der`, in any case: the extensions the secret list looks into.
-fn is_key_extension(extension: &std::ffi::OsStr) -> bool {
-    extension.to_str().is_some_and(|x| {
-        ["pem", "key", "crt", "der"]
-            .iter()
-            .any(|k| x.eq_ignore_ascii_case(k))
-    })
 }
 
 #[cfg(test)]

@@ -272,3 +272,17 @@ fn make_mask_source(data: Option<&Path>) -> Result<PathBuf, String> {
     // (a home directory that is one) would lead elsewhere.
     file.canonicalize().map_err(|e| err(&e.to_string()))
 }
+
+/// Whether a file name has the extension of a key or certificate.
+pub(crate) fn is_key_name(name: &std::ffi::OsStr) -> bool {
+    Path::new(name).extension().is_some_and(is_key_extension)
+}
+
+/// `pem`, `key`, `crt` or `der`, in any case: the extensions the secret list looks into.
+pub(crate) fn is_key_extension(extension: &std::ffi::OsStr) -> bool {
+    extension.to_str().is_some_and(|x| {
+        ["pem", "key", "crt", "der"]
+            .iter()
+            .any(|k| x.eq_ignore_ascii_case(k))
+    })
+}

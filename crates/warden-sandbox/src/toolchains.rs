@@ -191,7 +191,7 @@ fn read(dir: &Path, stamp: &Stamp, rule: &dyn Masking) -> (Dir, Odd) {
     let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
     let keys_here = entries
         .iter()
-        .any(|e| crate::links::is_key_name(&e.file_name()));
+        .any(|e| crate::masking::is_key_name(&e.file_name()));
     for e in entries {
         let Ok(kind) = e.file_type() else {
             continue;

@@ -7,7 +7,9 @@ use std::env;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::error::{ConfigError, line_column};
+use crate::error::ConfigError;
+use crate::parse::parse_str;
+use crate::places::{project_root, user_config_dir};
 use crate::raw::RawSettings;
 use crate::resolve::{Extras, Origin, Place, resolve};
 use crate::settings::{Layer, Settings, SettingsSource, WardenDirs};
@@ -58,17 +60,6 @@ impl LoadOptions {
             allow_home_workspace: false,
         }
     }
-}
-
-/// `$XDG_CONFIG_HOME/warden`, falling back to `$HOME/.config/warden` when `XDG_CONFIG_HOME`
-/// is unset, empty or relative (which the XDG spec says to ignore).
-pub fn user_config_dir() -> Option<PathBuf> {
-    let non_empty = |name: &str| env::var_os(name).filter(|value| !value.is_empty());
-    let xdg = non_empty("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute());
-    xdg.or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".config")))
-        .map(|dir| dir.join("warden"))
 }
 
 /// Read every settings layer for `opts.cwd`, gate the project's own files by the project's
@@ -292,50 +283,4 @@ fn org_line(text: &str) -> Option<usize> {
             })
         })
         .map(|index| index + 1)
-}
-
-/// The nearest ancestor of `cwd` (itself included) holding a `.warden/` directory or a `.git`
-/// entry (directory or worktree file); `cwd` itself when there is none.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|dir| dir.join(".warden").is_dir() || dir.join(".git").symlink_metadata().is_ok())
-        .unwrap_or(cwd)
-        .to_path_buf()
-}
-
-/// Parse one settings file's text; `origin` names the file in errors.
-///
-/// Errors carry the file, line, column and dotted key: malformed TOML, unknown keys and values
-/// of the wrong type all fail.
-pub fn parse_str(text: &str, origin: &Path) -> Result<RawSettings, ConfigError> {
-    let position = |span: Option<std::ops::Range<usize>>| {
-        span.map(|span| line_column(text, span.start))
-            .map_or((None, None), |(line, column)| (Some(line), Some(column)))
-    };
-    let deserializer = toml::Deserializer::parse(text).map_err(|err| {
-        let (line, column) = position(err.span());
-        ConfigError::Syntax {
-            path: origin.to_owned(),
-            line,
-            column,
-            // A repository's file: what it holds is shown, never obeyed by the terminal.
-            message: warden_protocol::printable(err.message().trim_end()),
-        }
-    })?;
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let key = err.path().to_string();
-        let inner = err.into_inner();
-        let (line, column) = position(inner.span());
-        ConfigError::Key {
-            path: origin.to_owned(),
-            line,
-            column,
-            key: if key == "." {
-                "(top level)".to_owned()
-            } else {
-                warden_protocol::printable(&key)
-            },
-            message: warden_protocol::printable(inner.message().trim_end()),
-        }
-    })
 }

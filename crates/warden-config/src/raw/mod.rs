@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::kinds::{PermissionMode, RiskName};
 use crate::merge::merge_struct;
-use crate::settings::{PermissionMode, RiskName};
 
 pub use tables::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::kinds::{PermissionMode, ProviderKind};
 use crate::merge::merge_struct;
-use crate::settings::{PermissionMode, ProviderKind};
 
 /// `[tools]`: limits of the built-in tools.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -5,8 +5,9 @@
 mod tests;
 mod validate;
 
+pub(crate) use validate::Origin;
+
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::ConfigError;
@@ -22,25 +23,9 @@ use crate::settings::{
     Permissions, Price, Provider, ReadTool, RiskName, Sandbox, SandboxEnv, SandboxFilesystem,
     SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
 };
-use crate::trust::ProjectTrust;
+use crate::trust::verdict::ProjectTrust;
 
 pub(crate) use validate::Blame;
-
-/// Where a layer came from, for messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Origin {
-    File(PathBuf),
-    CommandLine,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::File(path) => write!(f, "{}", path.display()),
-            Origin::CommandLine => f.write_str("command line"),
-        }
-    }
-}
 
 /// Where the settings apply, carried into [`Settings`] unchanged.
 pub(crate) struct Place {

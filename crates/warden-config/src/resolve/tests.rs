@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::load::parse_str;
+use crate::parse::parse_str;
 use crate::settings::{PermissionMode, ReadTool};
 
 /// Resolve layers given as `(file name, TOML text)`, highest first; `None` is the command line.

@@ -1,13 +1,28 @@
 //! Checks on resolved values that types alone cannot express, with errors naming the key and
 //! the highest-priority layer that set it.
 
-use std::fmt::Display;
+use std::fmt::{self, Display};
+use std::path::PathBuf;
 
 use crate::error::ConfigError;
 use crate::raw::RawSettings;
 use crate::settings::{PermissionMode, Settings};
 
-use super::Origin;
+/// Where a layer came from, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Origin {
+    File(PathBuf),
+    CommandLine,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::CommandLine => f.write_str("command line"),
+        }
+    }
+}
 
 /// Finds which layer set a key, for error messages.
 pub(crate) struct Blame<'a> {

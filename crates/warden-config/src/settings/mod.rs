@@ -8,18 +8,15 @@ mod tables;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::error::ConfigError;
+pub use crate::kinds::{Layer, PermissionMode, ProviderKind, RiskName};
 
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
-    Price, Provider, ProviderKind, ReadTool, Skills, Tools, WriteTool,
+    Price, Provider, ReadTool, Skills, Tools, WriteTool,
 };
 
 /// Credential directories and files under `$HOME` that nothing shows, not a tool and not a
@@ -48,7 +45,7 @@ pub struct Settings {
     pub sources: Vec<SettingsSource>,
     /// Whether the project's own settings files are honoured in full, and what they would
     /// grant.
-    pub trust: crate::trust::ProjectTrust,
+    pub trust: crate::trust::verdict::ProjectTrust,
     /// warden's own directories, which no tool or command may change.
     pub dirs: WardenDirs,
     /// `trusted_projects`, from the user's and the managed settings only.
@@ -80,7 +77,7 @@ impl Settings {
             cwd: project_root.clone(),
             project_root,
             sources: Vec::new(),
-            trust: crate::trust::ProjectTrust::none(),
+            trust: crate::trust::verdict::ProjectTrust::none(),
             dirs: WardenDirs::default(),
             trusted_projects: Vec::new(),
             permissions: Permissions::default(),
@@ -111,7 +108,7 @@ impl WardenDirs {
     /// The standard locations, from the environment.
     pub fn from_env() -> Self {
         WardenDirs {
-            config_dir: crate::load::user_config_dir(),
+            config_dir: crate::places::user_config_dir(),
             data_dir: crate::state::data_dir(),
         }
     }
@@ -183,100 +180,6 @@ pub struct SettingsSource {
     pub path: PathBuf,
 }
 
-/// The settings layers, highest priority first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// `/etc/warden/managed.toml`, set by the organisation; the only place `[org]` may appear.
-    Managed,
-    /// Command-line flags.
-    CommandLine,
-    /// Rules remembered from "always" answers, in the user's data directory.
-    Remembered,
-    /// `<project_root>/.warden/settings.local.toml`, personal and not committed.
-    Local,
-    /// `<project_root>/.warden/settings.toml`, shared with the project.
-    Project,
-    /// `$XDG_CONFIG_HOME/warden/settings.toml`.
-    User,
-}
-
-impl Layer {
-    /// The `snake_case` name used in JSON and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layer::Managed => "managed",
-            Layer::CommandLine => "command_line",
-            Layer::Remembered => "remembered",
-            Layer::Local => "local",
-            Layer::Project => "project",
-            Layer::User => "user",
-        }
-    }
-}
-
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How much the agent may do without asking.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionMode {
-    /// Read-only: the agent may look but not change anything.
-    Plan,
-    /// Ask before edits and commands not allowed by a rule.
-    #[default]
-    Default,
-    /// File edits inside the project are allowed; commands still ask.
-    AcceptEdits,
-    /// Allowed by rules or judged safe runs; the rest asks.
-    Auto,
-    /// Everything not denied runs without asking.
-    Bypass,
-}
-
-impl PermissionMode {
-    /// All modes, most restrictive first.
-    pub const ALL: [PermissionMode; 5] = [
-        PermissionMode::Plan,
-        PermissionMode::Default,
-        PermissionMode::AcceptEdits,
-        PermissionMode::Auto,
-        PermissionMode::Bypass,
-    ];
-
-    /// The kebab-case name used in settings and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionMode::Plan => "plan",
-            PermissionMode::Default => "default",
-            PermissionMode::AcceptEdits => "accept-edits",
-            PermissionMode::Auto => "auto",
-            PermissionMode::Bypass => "bypass",
-        }
-    }
-}
-
-impl FromStr for PermissionMode {
-    type Err = ConfigError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PermissionMode::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == s)
-            .ok_or_else(|| ConfigError::UnknownPermissionMode(s.to_owned()))
-    }
-}
-
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// `[permissions]`: the mode and the rules the policy engine applies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -301,19 +204,6 @@ pub struct Permissions {
     pub project_risk: BTreeMap<String, RiskName>,
     /// Built-in secrets made readable again (user and managed settings only). Default empty.
     pub unmask: Vec<String>,
-}
-
-/// A risk level, as settings name it: `L0` (information) to `L5` (privilege, secrets).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-pub enum RiskName {
-    L0,
-    L1,
-    L2,
-    L3,
-    L4,
-    L5,
 }
 
 /// The host uid and gid commands run as when warden runs as root: outside the ranges

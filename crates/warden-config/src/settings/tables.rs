@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{PermissionMode, strings};
+use super::strings;
+use crate::kinds::{PermissionMode, ProviderKind};
 
 /// `[tools]`: limits of the built-in tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -140,35 +140,6 @@ pub struct Provider {
     pub api_key_env: Option<String>,
     /// The model id sent to the provider.
     pub model: String,
-}
-
-/// The wire protocols warden speaks to model providers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// OpenAI-compatible chat completions.
-    Openai,
-    /// Anthropic messages.
-    Anthropic,
-}
-
-impl ProviderKind {
-    /// The `snake_case` name used in settings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "openai",
-            ProviderKind::Anthropic => "anthropic",
-        }
-    }
-
-    /// The base URL used when a provider sets none: `https://api.openai.com/v1` (the path prefix
-    /// included) and `https://api.anthropic.com` (without `/v1`), as the vendors' own SDKs do.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "https://api.openai.com/v1",
-            ProviderKind::Anthropic => "https://api.anthropic.com",
-        }
-    }
 }
 
 /// `[model.prices.MODEL]`: USD per million tokens, both at least zero.

@@ -12,8 +12,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{IgnoredSetting, KeyInfo, KeyTrust, Tighten};
-use crate::settings::{PermissionMode, RiskName};
+use super::verdict::{IgnoredSetting, KeyInfo, KeyTrust, Tighten};
+use crate::kinds::{PermissionMode, RiskName};
 
 /// Which pass the gate makes over a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
