@@ -73,7 +73,7 @@ pub fn rules(settings: &Settings, network: bool) -> String {
     let net = &settings.sandbox.network;
     let network_words = if network {
         "on".to_owned()
-    } else if net.mode == "allowlist" {
+    } else if net.mode == warden_config::NetworkMode::Allowlist {
         let mut hosts = net.allowed_domains.clone();
         hosts.extend(settings.permissions.allow.iter().filter_map(|r| {
             r.strip_prefix("WebFetch(domain:")

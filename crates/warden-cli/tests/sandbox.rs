@@ -355,6 +355,21 @@ fn the_bwrap_backend_holds_the_same_boundaries() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let out = run.json();
     assert_eq!(out["sandbox"]["backend"], "bwrap");
+    // Chosen by the settings alone, as by the flag; without either, the native sandbox.
+    let chosen = p.tmp().join("backend.toml");
+    std::fs::write(
+        &chosen,
+        "[sandbox]\nbackend = \"bwrap\"\nroot_identity = \"host\"\n",
+    )
+    .unwrap();
+    let by_settings = exec(&p, &["--settings", chosen.to_str().unwrap()], "true");
+    assert_eq!(
+        by_settings.json()["sandbox"]["backend"],
+        "bwrap",
+        "{}",
+        by_settings.stderr
+    );
+    assert_eq!(exec(&p, &[], "true").json()["sandbox"]["backend"], "native");
     assert!(
         out["stdout"]
             .as_str()

@@ -145,3 +145,110 @@ impl ProviderKind {
         }
     }
 }
+
+/// Declares a closed set named in settings: its variants with their names (the default marked
+/// `#[default]`: the settings' own), `as_str`, `ALL`, `Display` and `FromStr` (an unknown name
+/// lists the known ones).
+macro_rules! named_set {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+            JsonSchema,
+        )]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in the order the reference lists them.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The name settings use.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
+                        format!("unknown {} {s:?}: expected {}", $what, known.join(", "))
+                    })
+            }
+        }
+    };
+}
+
+named_set!(
+    /// What commands may reach: nothing, everything, or only the allowlist (through warden's
+    /// egress proxy). Ordered from the strictest.
+    NetworkMode, "network mode" {
+        #[default]
+        Off = "off",
+        Allowlist = "allowlist",
+        On = "on",
+    }
+);
+
+named_set!(
+    /// Which sandbox runs commands: the best available (`auto`, the native one, with bubblewrap
+    /// standing in only where `fail_if_unavailable = false`), the native one, or bubblewrap.
+    Backend, "sandbox backend" {
+        #[default]
+        Auto = "auto",
+        Native = "native",
+        Bwrap = "bwrap",
+    }
+);
+
+named_set!(
+    /// What commands may read and write, before `[sandbox.filesystem]` adds to it.
+    Profile, "sandbox profile" {
+        /// Read the roots, write nothing.
+        ReadOnly = "read-only",
+        /// Read the roots, write the workspace.
+        #[default]
+        WorkspaceWrite = "workspace-write",
+        /// Workspace-write with the network forced off, an empty `$HOME` and no toolchains
+        /// from it.
+        FullIsolated = "full-isolated",
+    }
+);
+
+named_set!(
+    /// Who commands are on the host when warden runs as root.
+    RootIdentity, "root identity" {
+        /// An unprivileged uid that owns none of the host's files.
+        #[default]
+        Unprivileged = "unprivileged",
+        /// Root itself, chosen knowingly.
+        Host = "host",
+    }
+);
+
+named_set!(
+    /// Where resource limits cannot be bound by a cgroup: refuse, or bound each process.
+    LimitsFallback, "limits fallback" {
+        /// Nothing runs.
+        #[default]
+        None = "none",
+        /// Per-process rlimits only, said in every result.
+        Rlimits = "rlimits",
+    }
+);

@@ -26,6 +26,10 @@ mod trust;
 pub use autorun::{AUTO_RUN, repository_auto_run};
 pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;
+pub use kinds::{
+    Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, ProviderKind, RiskName,
+    RootIdentity,
+};
 pub use load::{LoadOptions, MANAGED_PATH, load};
 pub use parse::parse_str;
 pub use places::{project_root, user_config_dir};
@@ -37,9 +41,9 @@ pub use remember::{
 pub use resolve::resolve_org;
 pub use settings::{
     Budgets, Context, ContextShares, DEFAULT_UNPRIVILEGED_ID, GlobTool, GrepTool, HOME_SECRETS,
-    Layer, ManifestRuns, Model, Org, OrgManifest, PermissionMode, Permissions, Price, Provider,
-    ProviderKind, ReadTool, RiskName, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits,
-    SandboxNetwork, Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
+    ManifestRuns, Model, Org, OrgManifest, Permissions, Price, Provider, ReadTool, Sandbox,
+    SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills,
+    Tools, WardenDirs, WriteTool,
 };
 pub use state::data_dir;
 pub use trust::{

@@ -8,7 +8,10 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use crate::kinds::{PermissionMode, ProviderKind, RiskName};
+use crate::kinds::{
+    Backend, LimitsFallback, NetworkMode, PermissionMode, Profile, ProviderKind, RiskName,
+    RootIdentity,
+};
 
 /// Fold a lower-priority value into `self`, which has the higher priority.
 pub(crate) trait Merge {
@@ -66,7 +69,12 @@ merge_keep_higher!(
     String,
     PermissionMode,
     ProviderKind,
-    RiskName
+    RiskName,
+    NetworkMode,
+    Backend,
+    Profile,
+    RootIdentity,
+    LimitsFallback
 );
 
 /// Implement [`Merge`] for a settings table by merging every field.

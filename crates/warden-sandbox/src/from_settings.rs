@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use warden_config::Settings;
+use warden_config::{NetworkMode, Settings};
 
 use crate::plan::{Limits, Profile, Request, RootIdentity};
 
@@ -65,13 +65,22 @@ const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIA
 
 /// The profile a name stands for.
 pub fn profile(name: &str) -> Result<Profile, String> {
-    match name {
-        "read-only" => Ok(Profile::ReadOnly),
-        "workspace-write" => Ok(Profile::WorkspaceWrite),
-        "full-isolated" => Ok(Profile::FullIsolated),
-        other => Err(format!(
-            "unknown profile {other:?}: expected read-only, workspace-write or full-isolated"
-        )),
+    name.parse::<warden_config::Profile>()
+        .map(Profile::from)
+        .map_err(|_| {
+            format!(
+                "unknown profile {name:?}: expected read-only, workspace-write or full-isolated"
+            )
+        })
+}
+
+impl From<warden_config::Profile> for Profile {
+    fn from(profile: warden_config::Profile) -> Self {
+        match profile {
+            warden_config::Profile::ReadOnly => Self::ReadOnly,
+            warden_config::Profile::WorkspaceWrite => Self::WorkspaceWrite,
+            warden_config::Profile::FullIsolated => Self::FullIsolated,
+        }
     }
 }
 
@@ -131,17 +140,17 @@ pub fn request_from_settings(
         program: program.to_owned(),
         args: args.to_vec(),
         workspace: workspace.to_path_buf(),
-        profile: profile(&sandbox.profile)?,
+        profile: Profile::from(sandbox.profile),
         allow_read: from(&sandbox.filesystem.allow_read),
         allow_write,
         deny_read,
         deny_write,
         mounts: Vec::new(),
-        network: sandbox.network.mode == "on",
-        proxy_port: (sandbox.network.mode == "allowlist").then_some(PROXY_PORT),
+        network: sandbox.network.mode == NetworkMode::On,
+        proxy_port: (sandbox.network.mode == NetworkMode::Allowlist).then_some(PROXY_PORT),
         env: {
             let mut env = environment(settings, env_names, &home);
-            if sandbox.network.mode == "allowlist" {
+            if sandbox.network.mode == NetworkMode::Allowlist {
                 env.extend(proxy_env(PROXY_PORT));
             }
             env
@@ -165,16 +174,18 @@ pub fn request_from_settings(
             cpus: None,
             disk_mb: Some(limits.disk_mb),
             output_bytes: Some(limits.output_bytes),
-            fallback: crate::plan::Fallback::from_setting(&limits.fallback),
+            fallback: crate::plan::Fallback::from_setting(limits.fallback),
         },
     })
 }
 
 /// Who commands are on the host when warden runs as root, as the settings say.
 pub fn root_identity(settings: &Settings) -> RootIdentity {
-    match settings.sandbox.root_identity.as_str() {
-        "host" => RootIdentity::Host,
-        _ => RootIdentity::Unprivileged(settings.sandbox.unprivileged_id),
+    match settings.sandbox.root_identity {
+        warden_config::RootIdentity::Host => RootIdentity::Host,
+        warden_config::RootIdentity::Unprivileged => {
+            RootIdentity::Unprivileged(settings.sandbox.unprivileged_id)
+        }
     }
 }
 

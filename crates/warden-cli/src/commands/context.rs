@@ -30,7 +30,7 @@ pub(super) fn context_show(dir: Option<PathBuf>, args: &ContextShowArgs) -> Resu
         &registry,
         skills.as_ref().is_some_and(|r| !r.skills.is_empty()),
     );
-    let network = settings.sandbox.network.mode == "on";
+    let network = settings.sandbox.network.mode == warden_config::NetworkMode::On;
     let model = header.model.rsplit('/').next().unwrap_or(&header.model);
     let (_, built) =
         warden_agent::context(&settings, &state, &tools, network, model, skills.as_ref());

@@ -42,7 +42,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     }
     let settings = load_settings_with(Some(workspace.clone()), cli).map_err(|e| usage(e.error))?;
     let mut request = request(&settings, &workspace, args)?;
-    let backend = args.backend.as_deref().unwrap_or("native");
+    let backend = backend(args, &settings);
     // The allowlist's only way out: the egress proxy, serving the sandbox's own loopback.
     let egress = egress(&request, backend, &settings, args)?;
     if let Some((egress, _)) = &egress {
@@ -129,6 +129,18 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     Ok(Exit::Code(
         u8::try_from(outcome.exit_code.clamp(0, 255)).unwrap_or(1),
     ))
+}
+
+/// The flag, else the settings' `[sandbox] backend` (`auto` is the native sandbox, with
+/// bubblewrap standing in only where `fail_if_unavailable = false`).
+fn backend<'a>(args: &'a ExecArgs, settings: &warden_config::Settings) -> &'a str {
+    match args.backend.as_deref() {
+        Some(flag) => flag,
+        None => match settings.sandbox.backend {
+            warden_config::Backend::Bwrap => "bwrap",
+            warden_config::Backend::Auto | warden_config::Backend::Native => "native",
+        },
+    }
 }
 
 /// What was kept or left out of the command's changes to git's history: on standard error
@@ -381,7 +393,7 @@ pub(super) fn doctor(dir: Option<PathBuf>) -> Result<Exit, CliError> {
     let fallback = settings
         .as_ref()
         .map_or_else(warden_sandbox::Fallback::default, |s| {
-            warden_sandbox::Fallback::from_setting(&s.sandbox.limits.fallback)
+            warden_sandbox::Fallback::from_setting(s.sandbox.limits.fallback)
         });
     let mut checks =
         warden_sandbox::check_layers(&helper, &probe, scratch.path(), &mask, identity, fallback);

@@ -260,9 +260,9 @@ impl Governed {
             }
         }
         settings.sandbox.network.mode = if self.prepared.egress().is_some() {
-            "allowlist".to_owned()
+            warden_config::NetworkMode::Allowlist
         } else {
-            "off".to_owned()
+            warden_config::NetworkMode::Off
         };
     }
 

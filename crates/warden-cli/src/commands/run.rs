@@ -309,7 +309,7 @@ fn start(
     ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
     if let Some(g) = &governed {
         ctx = g.tools(ctx);
-    } else if settings.sandbox.network.mode == "allowlist" {
+    } else if settings.sandbox.network.mode == warden_config::NetworkMode::Allowlist {
         let sink = warden_tools::egress::trace_sink(session.clone());
         let ask = interactive.then(|| network_asker(&settings, &engine));
         let proxy = warden_tools::egress::start(&settings, &[], &[], sink, ask)
@@ -368,7 +368,7 @@ fn start(
         budgets: budgets(&settings, args),
         sink,
         interrupt,
-        network: settings.sandbox.network.mode == "on",
+        network: settings.sandbox.network.mode == warden_config::NetworkMode::On,
         max_output_tokens: MAX_OUTPUT_TOKENS,
         saved_items: std::cell::Cell::new(saved_items),
         shield: warden_context::Shield::from_env(std::env::vars()),

@@ -34,7 +34,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         None => SessionId::new(),
     };
     ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
-    if settings.sandbox.network.mode == "allowlist" {
+    if settings.sandbox.network.mode == warden_config::NetworkMode::Allowlist {
         let sink = warden_tools::egress::trace_sink(session.clone());
         let proxy = warden_tools::egress::start(&settings, &[], &[], sink, None)
             .map_err(|e| CliError::usage(anyhow!(e)))?;

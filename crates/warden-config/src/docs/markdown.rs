@@ -208,6 +208,14 @@ fn type_name(root: &Value, schema: &Value) -> String {
             .collect();
         return format!("one of {}", names.join(", "));
     }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let names: Vec<String> = values
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|name| format!("`{name}`"))
+            .collect();
+        return format!("one of {}", names.join(", "));
+    }
     let kind = match schema.get("type") {
         Some(Value::String(kind)) => kind.as_str(),
         Some(Value::Array(kinds)) => kinds
@@ -279,6 +287,8 @@ mod tests {
             "| `timeout_seconds` | integer | `120` | may only tighten: a lower value than yours |"
         ));
         assert!(markdown.contains("| `mode` | one of `plan`, `default`, `accept-edits`"));
+        assert!(markdown.contains("| `mode` | one of `off`, `allowlist`, `on` | `\"off\"`"));
+        assert!(markdown.contains("| `backend` | one of `auto`, `native`, `bwrap` |"));
         assert!(markdown.contains("| `max_cpu` | number | `4.0` | never (managed file only) |"));
         assert!(markdown.contains("| `set` | table of string | `{}` | ignored when untrusted |"));
         assert!(markdown.contains("| `trusted_projects` | array of string | `[]` | never"));

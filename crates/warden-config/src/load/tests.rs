@@ -3,8 +3,9 @@ use std::fs;
 use tempfile::TempDir;
 
 use super::*;
+use crate::kinds::{PermissionMode, ProviderKind};
 use crate::raw::RawPermissions;
-use crate::settings::{PermissionMode, ProviderKind, WardenDirs};
+use crate::settings::WardenDirs;
 
 /// A temporary machine: managed file, user config dir and a project with `.warden/`.
 struct Fixture {
@@ -92,11 +93,11 @@ fn each_layer_beats_the_layers_below_it() {
     for layer in FILE_LAYERS {
         fx.write(
             layer,
-            &format!("[sandbox]\nbackend = \"{}\"\n", layer.as_str()),
+            &format!("[model]\ndefault = \"{}\"\n", layer.as_str()),
         );
     }
     let mut opts = fx.options();
-    opts.cli = cli("[sandbox]\nbackend = \"command_line\"\n");
+    opts.cli = cli("[model]\ndefault = \"command_line\"\n");
     // Remove the winner each round; the next layer down must take over.
     for expected in [
         Layer::Managed,
@@ -105,13 +106,14 @@ fn each_layer_beats_the_layers_below_it() {
         Layer::Project,
         Layer::User,
     ] {
-        assert_eq!(load(&opts).unwrap().sandbox.backend, expected.as_str());
+        let model = load(&opts).unwrap().model.default;
+        assert_eq!(model.as_deref(), Some(expected.as_str()));
         match expected {
             Layer::CommandLine => opts.cli = RawSettings::default(),
             file => fs::remove_file(fx.path(file)).unwrap(),
         }
     }
-    assert_eq!(load(&opts).unwrap().sandbox.backend, "auto");
+    assert_eq!(load(&opts).unwrap().model.default, None);
 }
 
 #[test]
@@ -462,4 +464,56 @@ fn a_project_cannot_name_the_credentials_file_or_the_runs_dir() {
         );
         assert_eq!(settings.manifest.lease_seconds, 30);
     }
+}
+
+#[test]
+fn a_named_choice_outside_its_set_is_refused_by_name_where_it_is_written() {
+    for (text, key, expected) in [
+        (
+            "[sandbox.network]\nmode = \"everywhere\"\n",
+            "sandbox.network.mode",
+            "`off`, `allowlist`, `on`",
+        ),
+        (
+            "[sandbox]\nbackend = \"docker\"\n",
+            "sandbox.backend",
+            "`auto`, `native`, `bwrap`",
+        ),
+        (
+            "[sandbox]\nprofile = \"write-all\"\n",
+            "sandbox.profile",
+            "`read-only`, `workspace-write`, `full-isolated`",
+        ),
+        (
+            "[sandbox]\nroot_identity = \"root\"\n",
+            "sandbox.root_identity",
+            "`unprivileged` or `host`",
+        ),
+        (
+            "[sandbox.limits]\nfallback = \"ulimit\"\n",
+            "sandbox.limits.fallback",
+            "`none` or `rlimits`",
+        ),
+    ] {
+        let err = crate::parse_str(text, Path::new("/p/settings.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/p/settings.toml:2:") && err.contains(key) && err.contains(expected),
+            "{err}"
+        );
+    }
+    // Each name in its set is read as the value it names.
+    let raw = crate::parse_str(
+        "[sandbox]\nbackend = \"bwrap\"\nprofile = \"read-only\"\n\n[sandbox.network]\nmode = \"allowlist\"\n",
+        Path::new("/p/settings.toml"),
+    )
+    .unwrap();
+    let sandbox = raw.sandbox.unwrap();
+    assert_eq!(sandbox.backend, Some(crate::Backend::Bwrap));
+    assert_eq!(sandbox.profile, Some(crate::Profile::ReadOnly));
+    assert_eq!(
+        sandbox.network.unwrap().mode,
+        Some(crate::NetworkMode::Allowlist)
+    );
 }

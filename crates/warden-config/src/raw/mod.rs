@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::{PermissionMode, RiskName};
+use crate::kinds::{
+    Backend, LimitsFallback, NetworkMode, PermissionMode, Profile, RiskName, RootIdentity,
+};
 use crate::merge::merge_struct;
 
 pub use tables::{
@@ -117,19 +119,21 @@ pub struct RawSandbox {
     /// Refuse to run commands when the kernel has no Landlock. Landlock is used wherever the
     /// kernel has it either way. Default `false`.
     pub require_landlock: Option<bool>,
-    /// Sandbox backend; `auto` picks the best one available on this system. Default `auto`.
-    pub backend: Option<String>,
+    /// Sandbox backend of `warden exec`: `auto` (the native sandbox, with bubblewrap standing in
+    /// where `fail_if_unavailable = false`), `native` or `bwrap`; `--backend` overrides it. The
+    /// agent's commands and manifest runs always use the native sandbox. Default `auto`.
+    pub backend: Option<Backend>,
     /// Who commands are on the host when warden runs as root: `unprivileged` (an unprivileged
     /// host uid and gid, the writable roots shown to it through idmapped mounts, so that files
     /// only root may read stay unreadable) or `host` (root, as warden is; warned on every
     /// command). User and managed settings only. Default `unprivileged`.
-    pub root_identity: Option<String>,
+    pub root_identity: Option<RootIdentity>,
     /// The host uid and gid commands run as when warden runs as root with
     /// `root_identity = "unprivileged"`. User and managed settings only. Default `2000000000`.
     pub unprivileged_id: Option<u32>,
     /// Base sandbox profile, naming what commands may read and write. Default
     /// `workspace-write`.
-    pub profile: Option<String>,
+    pub profile: Option<Profile>,
     /// Paths added to or removed from the profile.
     pub filesystem: Option<RawSandboxFilesystem>,
     /// Network access from inside the sandbox.
@@ -187,7 +191,7 @@ pub struct RawSandboxNetwork {
     /// Network mode: `off` (no network at all), `on` (the host's network), or `allowlist`
     /// (only through warden's egress proxy, to `allowed_domains` and the `WebFetch(domain:…)`
     /// allow rules, each connection checked by host, port and address). Default `off`.
-    pub mode: Option<String>,
+    pub mode: Option<NetworkMode>,
     /// With `allowlist`: hosts commands may reach — `example.com`, `*.example.com` (its
     /// subdomains, not itself), `host:port` (ports 80 and 443 unless given), an address; with
     /// methods and a path, only those requests (`GET,HEAD registry.npmjs.org/lodash*`: the proxy
@@ -227,7 +231,7 @@ pub struct RawSandboxLimits {
     pub output_bytes: Option<u64>,
     /// What a memory, process or CPU limit no cgroup can hold becomes: `"none"` (nothing
     /// runs) or `"rlimits"` (per-process limits, said on every command). Default `"none"`.
-    pub fallback: Option<String>,
+    pub fallback: Option<LimitsFallback>,
 }
 
 merge_struct!(RawSandboxLimits {

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use crate::kinds::{Layer, PermissionMode, ProviderKind, RiskName};
+pub(crate) use crate::kinds::{
+    Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, RiskName, RootIdentity,
+};
 
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
@@ -220,16 +222,16 @@ pub struct Sandbox {
     pub fail_if_unavailable: bool,
     /// Refuse to run commands without Landlock. Default `false`.
     pub require_landlock: bool,
-    /// Default `"auto"`.
-    pub backend: String,
+    /// Default `auto`.
+    pub backend: Backend,
     /// `"unprivileged"` (default) or `"host"`: who commands are on the host when warden runs
     /// as root.
-    pub root_identity: String,
+    pub root_identity: RootIdentity,
     /// The host uid and gid of commands when warden runs as root. Default
     /// [`DEFAULT_UNPRIVILEGED_ID`].
     pub unprivileged_id: u32,
-    /// Default `"workspace-write"`.
-    pub profile: String,
+    /// Default `workspace-write`.
+    pub profile: Profile,
     /// `[sandbox.filesystem]`.
     pub filesystem: SandboxFilesystem,
     /// `[sandbox.network]`.
@@ -246,10 +248,10 @@ impl Default for Sandbox {
             enabled: true,
             fail_if_unavailable: true,
             require_landlock: false,
-            backend: "auto".to_owned(),
-            root_identity: "unprivileged".to_owned(),
+            backend: Backend::Auto,
+            root_identity: RootIdentity::Unprivileged,
             unprivileged_id: DEFAULT_UNPRIVILEGED_ID,
-            profile: "workspace-write".to_owned(),
+            profile: Profile::WorkspaceWrite,
             filesystem: SandboxFilesystem::default(),
             network: SandboxNetwork::default(),
             limits: SandboxLimits::default(),
@@ -278,8 +280,8 @@ pub struct SandboxFilesystem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub struct SandboxNetwork {
-    /// Default `"off"`.
-    pub mode: String,
+    /// Default `off`.
+    pub mode: NetworkMode,
     /// Default empty.
     pub allowed_domains: Vec<String>,
     /// Default empty.
@@ -291,7 +293,7 @@ pub struct SandboxNetwork {
 impl Default for SandboxNetwork {
     fn default() -> Self {
         SandboxNetwork {
-            mode: "off".to_owned(),
+            mode: NetworkMode::Off,
             allowed_domains: Vec::new(),
             denied_domains: Vec::new(),
             block_private_ranges: true,
@@ -317,7 +319,7 @@ pub struct SandboxLimits {
     pub output_bytes: u64,
     /// `"none"` (default): a memory, process or CPU limit no cgroup can hold means nothing
     /// runs. `"rlimits"`: it binds each process instead, said on every command.
-    pub fallback: String,
+    pub fallback: LimitsFallback,
 }
 
 impl Default for SandboxLimits {
@@ -329,7 +331,7 @@ impl Default for SandboxLimits {
             cpu: 1.0,
             disk_mb: 1024,
             output_bytes: 1_048_576,
-            fallback: "none".to_owned(),
+            fallback: LimitsFallback::None,
         }
     }
 }

@@ -19,7 +19,7 @@ fn defaults_are_complete_and_match_the_contract() {
         ("auto", "workspace-write")
     );
     assert_eq!(sandbox.filesystem, SandboxFilesystem::default());
-    assert_eq!(sandbox.network.mode, "off");
+    assert_eq!(sandbox.network.mode, crate::NetworkMode::Off);
     assert!(sandbox.network.block_private_ranges);
     let l = &sandbox.limits;
     assert_eq!(

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::verdict::{IgnoredSetting, KeyInfo, KeyTrust, Tighten};
-use crate::kinds::{PermissionMode, RiskName};
+use crate::kinds::{NetworkMode, PermissionMode, RiskName};
 
 /// Which pass the gate makes over a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -432,15 +432,15 @@ impl Rule<PermissionMode, PermissionMode> for StricterMode {
 /// A network mode no looser than the user's: `off`, then `allowlist`, then `on`.
 pub(crate) struct StricterNetwork;
 
-impl Rule<String, String> for StricterNetwork {
+impl Rule<NetworkMode, NetworkMode> for StricterNetwork {
     const TRUST: KeyTrust = KeyTrust::MayOnlyTighten(Tighten::StricterNetwork);
-    fn apply(value: String, base: &String, g: &mut Gatekeeper<'_>) -> Option<String> {
-        // An unknown name stands, and validation refuses it by name.
-        let rank = |m: &str| ["off", "allowlist", "on"].iter().position(|x| *x == m);
-        tighten(value, g, |v| match (rank(v), rank(base)) {
-            (Some(v), Some(b)) if v > b => Some(base.clone()),
-            _ => None,
-        })
+    fn apply(
+        value: NetworkMode,
+        base: &NetworkMode,
+        g: &mut Gatekeeper<'_>,
+    ) -> Option<NetworkMode> {
+        // The modes are ordered from the strictest.
+        tighten(value, g, |v| (*v > *base).then(|| base.to_string()))
     }
 }
 

@@ -288,7 +288,7 @@ impl Engine {
             read_roots,
             writable,
             sandboxed: settings.sandbox.enabled,
-            network_off: settings.sandbox.network.mode == "off",
+            network_off: settings.sandbox.network.mode == warden_config::NetworkMode::Off,
             extra_risk: perms
                 .risk
                 .iter()

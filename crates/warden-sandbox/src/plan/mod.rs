@@ -89,11 +89,10 @@ pub enum Fallback {
 
 impl Fallback {
     /// As `[sandbox.limits] fallback` names it.
-    pub fn from_setting(setting: &str) -> Self {
-        if setting == "rlimits" {
-            Self::Rlimits
-        } else {
-            Self::None
+    pub fn from_setting(setting: warden_config::LimitsFallback) -> Self {
+        match setting {
+            warden_config::LimitsFallback::Rlimits => Self::Rlimits,
+            warden_config::LimitsFallback::None => Self::None,
         }
     }
 }

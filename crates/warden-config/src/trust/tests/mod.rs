@@ -98,7 +98,7 @@ fn what_only_tightens_stands_from_an_untrusted_project() {
     assert!(s.permissions.risk.is_empty());
     assert_eq!(s.permissions.project_risk["npm"], crate::RiskName::L4);
     assert_eq!(s.sandbox.limits.timeout_seconds, 60);
-    assert_eq!(s.sandbox.network.mode, "off");
+    assert_eq!(s.sandbox.network.mode, crate::NetworkMode::Off);
     assert_eq!(s.sandbox.network.denied_domains, ["x.example"]);
     assert_eq!(s.sandbox.env.allow, ["PATH"]);
     assert_eq!(s.context.tool_output_tokens, 100);
