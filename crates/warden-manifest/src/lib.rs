@@ -14,7 +14,7 @@ mod templates;
 pub use parse::{Parsed, Problem, locate, parse};
 pub use preflight::{Approvals, preflight};
 pub use schema::{
-    ACTIONS, ALIASES, Artifacts, Budgets, Capability, CapabilityKind, Cleanup, Environment,
+    ACTIONS, Alias, Artifacts, Budgets, Capability, CapabilityKind, Cleanup, Environment,
     Filesystem, Identity, Manifest, Mode, Mount, Network, NetworkAllow, NetworkDefault, Protocol,
     Resources, Run, WRITING_ACTIONS,
 };

@@ -10,16 +10,13 @@ use warden_config::OrgManifest;
 
 use crate::parse::{Parsed, Problem};
 use crate::schema::{
-    ACTIONS, ALIASES, CapabilityKind, Filesystem, Manifest, Mode, Mount, NetworkDefault, Protocol,
+    ACTIONS, Alias, CapabilityKind, Filesystem, Manifest, Mode, Mount, NetworkDefault, Protocol,
     Resources, WRITING_ACTIONS,
 };
 
 /// Where approvals are looked up: `Ok` when `reference` names a recorded, unexpired approval of
 /// the manifest whose approval digest is `digest`, else why not.
 pub type Approvals<'a> = &'a dyn Fn(&str, &str) -> Result<(), String>;
-
-/// Aliases whose directories belong to the run: the only sources a writable mount may have.
-const RUN_OWNED: &[&str] = &["workspace", "run-scratch", "cache"];
 
 /// System directories a mount may not cover.
 const SYSTEM: &[&str] = &[
@@ -149,14 +146,13 @@ fn check_mount(mounts: &[Mount], i: usize, bad: &mut impl FnMut(&str, String)) {
     let mount = &mounts[i];
     {
         let at = format!("filesystem.mounts[{i}]");
-        let alias = ALIASES.contains(&mount.source.as_str());
-        if !alias && !absolute(&mount.source) {
+        if mount.alias().is_none() && !absolute(&mount.source) {
             bad(
                 &format!("{at}.source"),
                 format!(
                     "{:?} is neither an alias ({}) nor an absolute host path",
                     mount.source,
-                    ALIASES.join(", ")
+                    Alias::names()
                 ),
             );
         }
@@ -186,18 +182,20 @@ fn check_mount(mounts: &[Mount], i: usize, bad: &mut impl FnMut(&str, String)) {
                 format!("{} is mounted twice", mount.target),
             );
         }
-        if mount.source == "repo" && mount.mode == Mode::ReadWrite {
+        if mount.alias() == Some(Alias::Repo) && mount.mode == Mode::ReadWrite {
             bad(&format!("{at}.mode"), "the repository is the run's input and stays read-only; edit in `workspace`, a worktree of it".to_owned());
         }
-        if mount.mode == Mode::ReadWrite
-            && !RUN_OWNED.contains(&mount.source.as_str())
-            && mount.source != "repo"
-        {
+        if mount.mode == Mode::ReadWrite && mount.alias().is_none() {
             bad(
                 &format!("{at}.mode"),
                 format!(
                     "a writable mount outside the run's own directories ({}): {} would be written on the host",
-                    RUN_OWNED.join(", "),
+                    Alias::ALL
+                        .into_iter()
+                        .filter(|a| a.run_owned())
+                        .map(Alias::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     mount.source
                 ),
             );

@@ -272,8 +272,61 @@ pub struct Artifacts {
     pub redact: Vec<String>,
 }
 
-/// The source aliases.
-pub const ALIASES: &[&str] = &["repo", "workspace", "run-scratch", "cache"];
+/// A mount source that names one of the run's own directories rather than a host path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Alias {
+    /// The task's git repository at its pinned commit (read-only: the run's input).
+    Repo,
+    /// A throwaway worktree of it at the same commit, where edits happen.
+    Workspace,
+    /// A fresh empty directory.
+    RunScratch,
+    /// The run's own caches (npm, pip, cargo).
+    Cache,
+}
+
+impl Alias {
+    pub const ALL: [Alias; 4] = [
+        Alias::Repo,
+        Alias::Workspace,
+        Alias::RunScratch,
+        Alias::Cache,
+    ];
+
+    /// The name a manifest uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alias::Repo => "repo",
+            Alias::Workspace => "workspace",
+            Alias::RunScratch => "run-scratch",
+            Alias::Cache => "cache",
+        }
+    }
+
+    /// The alias `source` names, if it names one.
+    pub fn of(source: &str) -> Option<Alias> {
+        Alias::ALL.into_iter().find(|a| a.as_str() == source)
+    }
+
+    /// A directory the run makes and destroys (the repository is only its input): the only
+    /// sources a writable mount may have.
+    pub fn run_owned(self) -> bool {
+        self != Alias::Repo
+    }
+
+    /// The names, for messages.
+    pub fn names() -> String {
+        Alias::ALL.map(Alias::as_str).join(", ")
+    }
+}
+
+impl Mount {
+    /// The alias the source names; `None` for a host path.
+    pub fn alias(&self) -> Option<Alias> {
+        Alias::of(&self.source)
+    }
+}
 
 /// The capability actions known.
 pub const ACTIONS: &[&str] = &[

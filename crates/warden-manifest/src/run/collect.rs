@@ -8,27 +8,25 @@ use regex::bytes::Regex;
 use sha2::{Digest as _, Sha256};
 use warden_sandbox::Collected;
 
+use super::Bind;
 use super::git::Repo;
 use super::layout::{Resolved, RunDir};
 use super::receipt::{Artifact, Receipt};
 use crate::parse::{Parsed, hex};
-use crate::schema::Manifest;
+use crate::schema::{Alias, Manifest};
 
 /// The largest artifact collected.
 const MAX_ARTIFACT: u64 = 64 * 1024 * 1024;
 
 /// The host path behind a path inside the sandbox: through the deepest mount holding it.
-fn host_path(
-    mounts: &[(PathBuf, PathBuf, bool, String)],
-    inside: &Path,
-) -> Option<(PathBuf, PathBuf)> {
+fn host_path(mounts: &[Bind], inside: &Path) -> Option<(PathBuf, PathBuf)> {
     mounts
         .iter()
-        .filter(|(_, target, _, _)| inside.starts_with(target))
-        .max_by_key(|(_, target, _, _)| target.components().count())
-        .map(|(host, target, _, _)| {
-            let rel = inside.strip_prefix(target).unwrap_or(inside);
-            (host.clone(), host.join(rel))
+        .filter(|b| inside.starts_with(&b.target))
+        .max_by_key(|b| b.target.components().count())
+        .map(|b| {
+            let rel = inside.strip_prefix(&b.target).unwrap_or(inside);
+            (b.host.clone(), b.host.join(rel))
         })
 }
 
@@ -36,7 +34,7 @@ fn host_path(
 /// as the helper sees it, where the helper copies it).
 pub(crate) fn scratch_sources(
     m: &Manifest,
-    mounts: &[(PathBuf, PathBuf, bool, String)],
+    mounts: &[Bind],
     sized: &[(PathBuf, u64)],
     collected: &Path,
 ) -> Vec<(String, PathBuf, PathBuf)> {
@@ -150,7 +148,7 @@ fn stored_name(declared: &str, taken: &[String]) -> String {
 /// Collects the declared artifacts into the run's `artifacts/`.
 pub(crate) fn artifacts(
     m: &Manifest,
-    mounts: &[(PathBuf, PathBuf, bool, String)],
+    mounts: &[Bind],
     in_sized: &[(String, PathBuf, PathBuf)],
     collected: &[Collected],
     dir: &RunDir,
@@ -219,7 +217,7 @@ pub(crate) fn patch(
 ) {
     let (Some(repo), Some(workspace), Some(commit)) = (
         repo,
-        resolved.iter().find(|r| r.alias == "workspace"),
+        resolved.iter().find(|r| r.alias == Alias::Workspace),
         receipt.input.commit.clone(),
     ) else {
         return;

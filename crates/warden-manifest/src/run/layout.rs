@@ -9,11 +9,12 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::git::{Repo, remove_tree};
+use crate::schema::Alias;
 
 /// Where an alias's directory is, on the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolved {
-    pub alias: String,
+    pub alias: Alias,
     pub path: PathBuf,
     /// A worktree's private git directory, to remove with it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,8 +37,8 @@ impl RunDir {
         Ok(Self { root })
     }
 
-    pub(crate) fn alias(&self, alias: &str) -> PathBuf {
-        self.root.join(alias)
+    pub(crate) fn alias(&self, alias: Alias) -> PathBuf {
+        self.root.join(alias.as_str())
     }
 
     pub(crate) fn artifacts(&self) -> PathBuf {
@@ -129,10 +130,22 @@ pub(crate) struct Destroyed {
     pub errors: Vec<String>,
 }
 
-/// Removes the resolved directories (worktrees through git) and checks that none is left,
-/// nor listed by git.
-pub(crate) fn destroy(repo: Option<&Repo>, resolved: &[Resolved]) -> Destroyed {
+/// Removes the resolved directories (worktrees through git) and the run's other directories
+/// `also` (named for messages), and checks that none is left, nor listed by git.
+pub(crate) fn destroy(
+    repo: Option<&Repo>,
+    resolved: &[Resolved],
+    also: &[(&str, PathBuf)],
+) -> Destroyed {
     let mut errors = Vec::new();
+    for (name, path) in also {
+        if let Err(e) = remove_tree(path) {
+            errors.push(e);
+        }
+        if std::fs::symlink_metadata(path).is_ok() {
+            errors.push(format!("{} ({name}) is still there", path.display()));
+        }
+    }
     for r in resolved {
         match (repo, &r.git_dir) {
             (Some(repo), Some(git_dir)) => {
@@ -147,7 +160,11 @@ pub(crate) fn destroy(repo: Option<&Repo>, resolved: &[Resolved]) -> Destroyed {
     }
     for r in resolved {
         if std::fs::symlink_metadata(&r.path).is_ok() {
-            errors.push(format!("{} ({}) is still there", r.path.display(), r.alias));
+            errors.push(format!(
+                "{} ({}) is still there",
+                r.path.display(),
+                r.alias.as_str()
+            ));
         }
         if let (Some(repo), Some(_)) = (repo, &r.git_dir)
             && repo.lists_worktree(&r.path)

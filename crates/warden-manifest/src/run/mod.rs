@@ -9,10 +9,12 @@
 
 mod capability;
 mod collect;
+mod conclude;
 mod git;
 mod layout;
 mod lease;
 mod lockfiles;
+mod network;
 mod receipt;
 mod report;
 mod sandbox;
@@ -35,7 +37,7 @@ pub use receipt::{
 };
 
 use crate::parse::{Parsed, hex};
-use crate::schema::{Mode, Protocol};
+use crate::schema::{Alias, Mode, Protocol};
 use capability::{Capabilities, Live};
 use git::Repo;
 use layout::RunDir;
@@ -131,10 +133,52 @@ const CA_INSIDE: &str = "/.warden/ca";
 struct Setup {
     repo: Option<Repo>,
     resolved: Vec<Resolved>,
-    /// host path, target, writable, source as declared.
-    mounts: Vec<(PathBuf, PathBuf, bool, String)>,
+    mounts: Vec<Bind>,
     /// The scratch directories made tmpfs for the sandbox's life, with their size.
     sized: Vec<(PathBuf, u64)>,
+}
+
+/// One mount of the run's sandbox, as set up.
+#[derive(Debug, Clone)]
+struct Bind {
+    /// Where it is on the host.
+    host: PathBuf,
+    /// Where it appears inside.
+    target: PathBuf,
+    writable: bool,
+    source: Source,
+}
+
+/// Where a mount comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// One of the run's aliases.
+    Alias(Alias),
+    /// git's directory and the configuration made for it, shown read-only.
+    Git,
+    /// A host path, only ever read.
+    Host,
+}
+
+impl Source {
+    /// The run's checkouts, scratch space and git directory are the user's; host paths are not.
+    fn owned(self) -> bool {
+        self != Source::Host
+    }
+}
+
+impl Setup {
+    /// The mount of `alias`, if the manifest has one.
+    fn bind(&self, alias: Alias) -> Option<&Bind> {
+        self.mounts
+            .iter()
+            .find(|b| b.source == Source::Alias(alias))
+    }
+
+    /// Where `alias` resolved to, if the manifest mounts it.
+    fn resolved(&self, alias: Alias) -> Option<&Resolved> {
+        self.resolved.iter().find(|r| r.alias == alias)
+    }
 }
 
 /// Runs `parsed`'s command under it. `Err` only when the run's directory cannot be made;
@@ -158,7 +202,8 @@ pub struct Prepared {
     dir: RunDir,
     lease: Arc<Mutex<lease::Lease>>,
     heartbeat: Option<lease::Heartbeat>,
-    setup: Result<Setup, String>,
+    /// `None` when the set-up failed (the receipt says why): nothing runs.
+    setup: Option<Setup>,
     receipt: Receipt,
     capabilities: Option<Arc<Capabilities>>,
     egress: Option<Arc<warden_tools::egress::Egress>>,
@@ -230,13 +275,14 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
         .forbidden_paths
         .clone_from(&m.filesystem.forbidden_paths);
     let setup = setup(parsed, options, &dir, &lease, &mut receipt);
+    let failed = setup.as_ref().err().cloned();
     let mut prepared = Prepared {
         parsed: parsed.clone(),
         report_only: options.report_only,
         dir,
         lease,
         heartbeat: Some(heartbeat),
-        setup,
+        setup: setup.ok(),
         receipt,
         capabilities: None,
         egress: None,
@@ -249,7 +295,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
         run_started: Instant::now(),
         concluded: false,
     };
-    if let Err(why) = &prepared.setup {
+    if let Some(why) = failed {
         prepared
             .receipt
             .warnings
@@ -285,12 +331,12 @@ impl Prepared {
     /// checkout, else the scratch space; and whether the manifest lets it be written there
     /// (a `read_write` mount, with no writable paths narrowing it).
     pub fn work_dir(&self) -> Option<(PathBuf, bool)> {
-        let setup = self.setup.as_ref().ok()?;
+        let setup = self.setup.as_ref()?;
         let m = &self.parsed.manifest;
-        ["workspace", "repo", "run-scratch"]
-            .iter()
+        [Alias::Workspace, Alias::Repo, Alias::RunScratch]
+            .into_iter()
             .find_map(|alias| {
-                let (host, target, _, _) = setup.mounts.iter().find(|mt| mt.3 == *alias)?;
+                let Bind { host, target, .. } = setup.bind(alias)?;
                 let declared = m
                     .filesystem
                     .mounts
@@ -302,7 +348,7 @@ impl Prepared {
                         .writable_paths
                         .iter()
                         .any(|w| Path::new(w) == target);
-                let writable = declared.mode == Mode::ReadWrite && *alias != "repo" && !narrowed;
+                let writable = declared.mode == Mode::ReadWrite && alias.run_owned() && !narrowed;
                 Some((host.clone(), writable))
             })
     }
@@ -391,151 +437,6 @@ impl Prepared {
         self.last = Some(outcome);
         streams
     }
-
-    /// Ends the run: counts, artifacts and the patch, capabilities revoked, every directory
-    /// destroyed and checked (or the run quarantined), the receipt written.
-    #[allow(clippy::too_many_lines)]
-    pub fn finish(mut self) -> Result<Finished, String> {
-        self.conclude()
-    }
-
-    #[allow(clippy::too_many_lines)]
-    fn conclude(&mut self) -> Result<Finished, String> {
-        if self.concluded {
-            return Err("the run has finished already".to_owned());
-        }
-        self.concluded = true;
-        let m = self.parsed.manifest.clone();
-        let receipt = &mut self.receipt;
-        receipt.timings.run_ms = elapsed_ms(self.run_started);
-        if let Some(e) = &self.egress {
-            let counts = e.proxy.counts();
-            receipt.denied.network_denials = counts.denied;
-            receipt.denied.budget_denials += counts.over_budget;
-        }
-        let foreground: Vec<&CommandRun> =
-            receipt.commands.iter().filter(|c| !c.background).collect();
-        if let Some(last) = foreground.last() {
-            receipt.exit_code = Some(last.exit_code);
-            receipt.status = if foreground.iter().any(|c| c.timed_out) {
-                Status::TimedOut
-            } else if receipt.denied.budget_denials > 0 {
-                Status::BudgetExceeded
-            } else if foreground.iter().all(|c| c.exit_code == 0) {
-                Status::Succeeded
-            } else {
-                Status::Failed
-            };
-        }
-        let secrets = self
-            .capabilities
-            .as_ref()
-            .map(|c| c.secrets())
-            .unwrap_or_default();
-        if let Ok(setup) = &self.setup
-            && !receipt.commands.is_empty()
-        {
-            collect::artifacts(
-                &m,
-                &setup.mounts,
-                &self.in_sized,
-                &self.collected,
-                &self.dir,
-                &secrets,
-                receipt,
-            );
-            if self.report_only
-                && let Some(outcome) = &self.last
-            {
-                let records = lock(&self.observed).clone();
-                let report = report::build(&m, setup, &records, outcome, self.began);
-                receipt.denied.filesystem_denials += report.undeclared_writes.len() as u64;
-                receipt.report = Some(report);
-            }
-        }
-        // The proxy goes first: nothing reaches out once the run is over.
-        self.egress = None;
-        let cleanup_started = Instant::now();
-        if let Some(caps) = &self.capabilities {
-            caps.revoke();
-            receipt.denied.capability_denials = caps.denials();
-        }
-        receipt.cleanup.capabilities_revoked = true;
-        // Every sandbox's processes end with it; none outlives its command.
-        receipt.cleanup.processes_terminated = true;
-        // What was made: the setup's, or the lease's when the setup stopped half-way.
-        let (repo, resolved) = if let Ok(s) = &self.setup {
-            (s.repo.clone(), s.resolved.clone())
-        } else {
-            let l = lock(&self.lease);
-            (
-                l.repository.as_deref().and_then(|r| Repo::open(r).ok()),
-                l.resolved.clone(),
-            )
-        };
-        if let Ok(setup) = &self.setup
-            && !receipt.commands.is_empty()
-        {
-            collect::patch(
-                setup.repo.as_ref(),
-                &setup.resolved,
-                &self.parsed,
-                &self.dir,
-                &secrets,
-                receipt,
-            );
-        }
-        let keep_workspace = !m.cleanup.delete_workspace;
-        let to_destroy: Vec<Resolved> = resolved
-            .iter()
-            .filter(|r| !(keep_workspace && r.alias == "workspace"))
-            .cloned()
-            .chain(std::iter::once(Resolved {
-                alias: "collected".to_owned(),
-                path: self.dir.collected(),
-                git_dir: None,
-            }))
-            .collect();
-        let destroyed = layout::destroy(repo.as_ref(), &to_destroy);
-        receipt.cleanup.workspace_destroyed = destroyed.destroyed && !keep_workspace;
-        receipt.cleanup.errors.clone_from(&destroyed.errors);
-        if keep_workspace {
-            receipt
-                .warnings
-                .push("cleanup.delete_workspace is false: the workspace is kept".to_owned());
-        }
-        let retain = std::time::Duration::from_secs(m.cleanup.retain_artifacts_hours * 3600);
-        let until = SystemTime::now() + retain;
-        receipt.cleanup.artifacts_retained_until =
-            Some(humantime::format_rfc3339_seconds(until).to_string());
-        receipt.timings.cleanup_ms = elapsed_ms(cleanup_started);
-        receipt.timings.finished_at =
-            humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-        self.heartbeat = None;
-        {
-            let mut l = lock(&self.lease);
-            l.heartbeat_ms = lease::now_ms();
-            l.artifacts_until_ms =
-                Some(lease::now_ms() + u64::try_from(retain.as_millis()).unwrap_or(u64::MAX));
-            if destroyed.destroyed {
-                l.status = lease::LeaseStatus::Finished;
-            } else {
-                l.status = lease::LeaseStatus::Quarantined;
-                l.quarantine = destroyed.errors;
-                receipt.status = Status::Quarantined;
-            }
-            let _ = l.write(&self.dir.root);
-        }
-        let text = serde_json::to_string_pretty(&receipt).map_err(|e| e.to_string())?;
-        let path = self.dir.root.join("receipt.json");
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(Finished {
-            receipt: self.receipt.clone(),
-            dir: self.dir.root.clone(),
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-        })
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -544,52 +445,4 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The manifest's allowlist as proxy entries: one per host and path.
-pub(crate) fn allow_entries(m: &crate::schema::Manifest) -> Vec<Entry> {
-    let mut out = Vec::new();
-    for allow in &m.network.allow {
-        let Ok(base) = Entry::parse(&allow.host) else {
-            continue;
-        };
-        let ports = allow.ports.clone().or_else(|| match allow.protocol {
-            Some(Protocol::Https) => Some(vec![443]),
-            Some(Protocol::Http) => Some(vec![80]),
-            _ => None,
-        });
-        let methods = allow.methods.as_ref().map(|ms| {
-            ms.iter()
-                .map(|m| m.to_ascii_uppercase())
-                .collect::<Vec<_>>()
-        });
-        let paths: Vec<Option<String>> = match &allow.paths {
-            Some(paths) if !paths.is_empty() => paths.iter().cloned().map(Some).collect(),
-            _ => vec![None],
-        };
-        for path in paths {
-            let mut entry = base.clone();
-            entry.ports.clone_from(&ports);
-            entry.methods.clone_from(&methods);
-            entry.path.clone_from(&path);
-            entry.text = format!(
-                "{}{}{}{}",
-                methods
-                    .as_ref()
-                    .map(|m| format!("{} ", m.join(",")))
-                    .unwrap_or_default(),
-                allow.host,
-                ports
-                    .as_ref()
-                    .map(|p| format!(
-                        ":{}",
-                        p.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
-                    ))
-                    .unwrap_or_default(),
-                path.unwrap_or_default()
-            );
-            out.push(entry);
-        }
-    }
-    out
 }

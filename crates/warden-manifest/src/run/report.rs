@@ -9,8 +9,9 @@ use std::time::SystemTime;
 use warden_netproxy::{Host, Record};
 use warden_sandbox::Outcome;
 
-use super::Setup;
 use super::receipt::Report;
+use super::{Bind, Setup, Source};
+use crate::schema::Alias;
 use crate::schema::{Manifest, Mode};
 
 /// The most paths listed.
@@ -55,11 +56,14 @@ pub(crate) fn build(
 ) -> Report {
     let mut report = Report::default();
     // Writes: anywhere a read_only mount shows, or outside the writable paths.
-    for (host, target, _, source) in &setup.mounts {
-        if !matches!(
-            source.as_str(),
-            "repo" | "workspace" | "run-scratch" | "cache"
-        ) {
+    for Bind {
+        host,
+        target,
+        source,
+        ..
+    } in &setup.mounts
+    {
+        if !matches!(source, Source::Alias(_)) {
             continue;
         }
         let declared_rw = m
@@ -81,7 +85,7 @@ pub(crate) fn build(
         }
     }
     // Hosts: what went through, against the allowlist.
-    let entries = super::allow_entries(m);
+    let entries = super::network::allow_entries(m);
     let mut used: Vec<String> = records
         .iter()
         .filter(|r| r.decision == "allow")
@@ -114,9 +118,7 @@ pub(crate) fn build(
     report.max_memory_mb = outcome.usage.max_rss_kb as f64 / 1024.0;
     report.declared_memory_mb = resources.memory_mb;
     report.scratch_mb = setup
-        .resolved
-        .iter()
-        .find(|r| r.alias == "run-scratch")
+        .resolved(Alias::RunScratch)
         .map_or(0.0, |r| bytes_under(&r.path) as f64 / (1024.0 * 1024.0));
     report.declared_disk_mb = resources.disk_mb;
     report.network_requests = records.len() as u64;

@@ -1,14 +1,14 @@
-//! The run's sandbox and proxy, from the manifest alone: mounts, forbidden paths, limits, the
-//! environment of the names allowed, the egress proxy with the allowlist, the budget and the
-//! capabilities.
+//! The run's sandbox, from the manifest alone: mounts, forbidden paths, limits, the environment
+//! of the names allowed; its network is `network.rs`'s.
 
+use super::network::{capabilities, egress, network_grant};
 use super::*;
 
 impl Prepared {
     /// Builds the sandbox and the proxy from the manifest.
     pub(super) fn build(&mut self, options: &Options) -> Result<(), String> {
         let m = self.parsed.manifest.clone();
-        let Ok(setup) = &self.setup else {
+        let Some(setup) = &self.setup else {
             return Ok(());
         };
         let enforce = !options.report_only;
@@ -25,10 +25,10 @@ impl Prepared {
             .iter()
             .map(PathBuf::from)
             .collect();
-        let cwd = ["workspace", "repo", "run-scratch"]
-            .iter()
-            .find_map(|alias| setup.mounts.iter().find(|mt| mt.3 == *alias))
-            .map_or_else(|| PathBuf::from("/tmp"), |mt| mt.1.clone());
+        let cwd = [Alias::Workspace, Alias::Repo, Alias::RunScratch]
+            .into_iter()
+            .find_map(|alias| setup.bind(alias))
+            .map_or_else(|| PathBuf::from("/tmp"), |b| b.target.clone());
         let mounts = sandbox_mounts(&m, setup, enforce)?;
         let mut env = environment(&m, setup, options, &mut self.receipt);
         self.capabilities = capabilities(&m, options, &mut self.receipt);
@@ -78,14 +78,11 @@ impl Prepared {
             sized: setup.sized.clone(),
             mask: options.mask.clone(),
             root_identity: options.root_identity,
-            // The checkouts, scratch space and git directory are the user's; host paths are not.
             owned_mounts: setup
                 .mounts
                 .iter()
-                .filter(|mt| {
-                    ["repo", "workspace", "run-scratch", "cache", "git"].contains(&mt.3.as_str())
-                })
-                .map(|mt| mt.1.clone())
+                .filter(|b| b.source.owned())
+                .map(|b| b.target.clone())
                 .collect(),
             ..Request::default()
         };
@@ -111,28 +108,6 @@ impl Prepared {
     }
 }
 
-/// The network as the receipt states it.
-fn network_grant(
-    m: &crate::schema::Manifest,
-    capabilities: Option<&Capabilities>,
-    proxy: bool,
-) -> NetworkGrant {
-    NetworkGrant {
-        mode: if proxy { "proxy" } else { "none" }.to_owned(),
-        allow: allow_entries(m)
-            .iter()
-            .map(|e| e.text.clone())
-            .chain(
-                capabilities
-                    .iter()
-                    .flat_map(|c| c.entries())
-                    .map(|e| format!("{} (capability)", e.text)),
-            )
-            .collect(),
-        block_private_ranges: m.network.block_private_ranges,
-    }
-}
-
 /// The sandbox's mounts: each at its target; with writable paths declared, a writable mount
 /// writable only there.
 fn sandbox_mounts(
@@ -141,7 +116,13 @@ fn sandbox_mounts(
     enforce: bool,
 ) -> Result<Vec<(PathBuf, PathBuf, bool)>, String> {
     let mut mounts = Vec::new();
-    for (host, target, writable, _) in &setup.mounts {
+    for Bind {
+        host,
+        target,
+        writable,
+        ..
+    } in &setup.mounts
+    {
         let narrowed = enforce
             && *writable
             && !m.filesystem.writable_paths.is_empty()
@@ -186,7 +167,7 @@ fn environment(
         ("USER".into(), "warden".into()),
         ("WARDEN_RUN_ID".into(), options.run_id.clone()),
     ];
-    if let Some((_, target, _, _)) = setup.mounts.iter().find(|mt| mt.3 == "cache") {
+    if let Some(Bind { target, .. }) = setup.bind(Alias::Cache) {
         let at = |sub: &str| target.join(sub).display().to_string();
         for (name, sub) in [
             ("npm_config_cache", "npm"),
@@ -209,84 +190,4 @@ fn environment(
         }
     }
     env
-}
-
-/// The run's capabilities, live from now, their grants in the receipt.
-fn capabilities(
-    m: &crate::schema::Manifest,
-    options: &Options,
-    receipt: &mut Receipt,
-) -> Option<Arc<Capabilities>> {
-    if m.identity.capabilities.is_empty() {
-        return None;
-    }
-    let start = SystemTime::now();
-    let short = &options.run_id[4..options.run_id.len().min(16)];
-    let live: Vec<Live> = m
-        .identity
-        .capabilities
-        .iter()
-        .enumerate()
-        .map(|(i, cap)| Live::new(format!("cap_{short}_{i}"), cap, start, &*options.credential))
-        .collect();
-    for (l, cap) in live.iter().zip(&m.identity.capabilities) {
-        receipt.grants.capabilities.push(CapabilityGrant {
-            id: l.id.clone(),
-            kind: "source_control".to_owned(),
-            repository: l.repository.clone(),
-            hosts: l.entries().iter().map(|e| e.text.clone()).collect(),
-            actions: cap.actions.clone(),
-            require_approval_for: cap.require_approval_for.clone(),
-            expires_at: humantime::format_rfc3339_seconds(l.expires).to_string(),
-            credential: l.has_credential(),
-        });
-    }
-    Some(Arc::new(Capabilities::new(
-        live,
-        allow_entries(m),
-        options.approver.clone(),
-    )))
-}
-
-/// The run's egress proxy: the allowlist, the capabilities' hosts behind their gate, the
-/// budget; every record kept for the report and sent to the trace.
-fn egress(
-    m: &crate::schema::Manifest,
-    options: &Options,
-    capabilities: Option<&Arc<Capabilities>>,
-    observed: &Arc<Mutex<Vec<Record>>>,
-    dir: &RunDir,
-    budget: Option<u64>,
-) -> Result<warden_tools::egress::Egress, String> {
-    let mut policy =
-        NetPolicy::new(&[], &[], m.network.block_private_ranges).map_err(|e| e.to_string())?;
-    for entry in allow_entries(m) {
-        policy.allow(entry);
-    }
-    if let Some(caps) = capabilities {
-        for entry in caps.entries() {
-            policy.allow(entry);
-        }
-    }
-    let seen = Arc::clone(observed);
-    let forward = options.sink.clone();
-    let sink: Sink = Arc::new(move |record: Record| {
-        lock(&seen).push(record.clone());
-        forward(record);
-    });
-    let resolver = warden_tools::egress::resolver()?;
-    let mut config = warden_netproxy::Config::new(policy, resolver, sink);
-    config.budget = budget;
-    if options.report_only {
-        // Observing: every public host is let through and recorded.
-        config.ask = Some(Arc::new(|_: &str, _: u16| warden_netproxy::Answer::Once));
-    }
-    if let Some(caps) = capabilities {
-        let decider = Arc::clone(caps);
-        config.gate = Some(warden_netproxy::Gate {
-            hosts: caps.entries(),
-            decide: Arc::new(move |request| decider.decide(request)),
-        });
-    }
-    warden_tools::egress::launch(config, Some(&dir.root))
 }

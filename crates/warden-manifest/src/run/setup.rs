@@ -26,7 +26,7 @@ pub(super) fn setup(
         .filesystem
         .mounts
         .iter()
-        .any(|mt| mt.source == "repo" || mt.source == "workspace");
+        .any(|mt| matches!(mt.alias(), Some(Alias::Repo | Alias::Workspace)));
     let mut setup = Setup {
         repo: None,
         resolved: Vec::new(),
@@ -54,22 +54,25 @@ pub(super) fn setup(
     let enforce = !options.report_only;
     for mount in &m.filesystem.mounts {
         let rw = mount.mode == Mode::ReadWrite;
-        let host = match mount.source.as_str() {
-            alias @ ("repo" | "workspace") => checkout(&mut setup, dir, lease, alias, &commit)?,
-            alias @ ("run-scratch" | "cache") => {
+        let alias = mount.alias();
+        let host = match alias {
+            Some(alias @ (Alias::Repo | Alias::Workspace)) => {
+                checkout(&mut setup, dir, lease, alias, &commit)?
+            }
+            Some(alias @ (Alias::RunScratch | Alias::Cache)) => {
                 let disk = m.run.resources.as_ref().and_then(|r| r.disk_mb);
                 let sized = enforce && !options.session;
                 own_dir(&mut setup, dir, lease, alias, disk.filter(|_| sized))?
             }
-            host_path => Path::new(host_path)
+            None => Path::new(&mount.source)
                 .canonicalize()
-                .map_err(|e| format!("mount source {host_path}: {e}"))?,
+                .map_err(|e| format!("mount source {}: {e}", mount.source))?,
         };
         // A host path is only ever read; the repository is writable only when observing.
-        let writable = match mount.source.as_str() {
-            "workspace" | "run-scratch" | "cache" => rw || !enforce,
-            "repo" => !enforce,
-            _ => false,
+        let writable = match alias {
+            Some(Alias::Repo) => !enforce,
+            Some(Alias::Workspace | Alias::RunScratch | Alias::Cache) => rw || !enforce,
+            None => false,
         };
         receipt.grants.mounts.push(MountGrant {
             source: mount.source.clone(),
@@ -82,12 +85,12 @@ pub(super) fn setup(
             }
             .to_owned(),
         });
-        setup.mounts.push((
+        setup.mounts.push(Bind {
             host,
-            PathBuf::from(&mount.target),
+            target: PathBuf::from(&mount.target),
             writable,
-            mount.source.clone(),
-        ));
+            source: alias.map_or(Source::Host, Source::Alias),
+        });
     }
     git_inside(&mut setup, dir)?;
     lockfile_warnings(m, &setup, receipt);
@@ -99,17 +102,17 @@ pub(super) fn checkout(
     setup: &mut Setup,
     dir: &RunDir,
     lease: &Mutex<lease::Lease>,
-    alias: &str,
+    alias: Alias,
     commit: &str,
 ) -> Result<PathBuf, String> {
-    if let Some(r) = setup.resolved.iter().find(|r| r.alias == alias) {
+    if let Some(r) = setup.resolved(alias) {
         return Ok(r.path.clone());
     }
     let path = dir.alias(alias);
     let repo = setup.repo.as_ref().ok_or("no repository")?;
     let git_dir = repo.add_worktree(&path, commit)?;
     setup.resolved.push(Resolved {
-        alias: alias.to_owned(),
+        alias,
         path: path.clone(),
         git_dir: Some(git_dir.clone()),
     });
@@ -137,21 +140,21 @@ pub(super) fn own_dir(
     setup: &mut Setup,
     dir: &RunDir,
     lease: &Mutex<lease::Lease>,
-    alias: &str,
+    alias: Alias,
     disk_mb: Option<u64>,
 ) -> Result<PathBuf, String> {
     let path = dir.alias(alias);
-    if setup.resolved.iter().any(|r| r.alias == alias) {
+    if setup.resolved(alias).is_some() {
         return Ok(path);
     }
     std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     setup.resolved.push(Resolved {
-        alias: alias.to_owned(),
+        alias,
         path: path.clone(),
         git_dir: None,
     });
     record(lease, dir, &setup.resolved);
-    if alias == "run-scratch"
+    if alias == Alias::RunScratch
         && let Some(mb) = disk_mb
     {
         setup.sized.push((path.clone(), mb));
@@ -171,15 +174,18 @@ pub(super) fn git_inside(setup: &mut Setup, dir: &RunDir) -> Result<(), String> 
     std::fs::write(&config, repo.sanitised_config())
         .map_err(|e| format!("{}: {e}", config.display()))?;
     let common = repo.common.clone();
-    setup
-        .mounts
-        .push((common, PathBuf::from(GIT_INSIDE), false, "git".to_owned()));
-    setup.mounts.push((
-        config,
-        PathBuf::from(format!("{GIT_INSIDE}/config")),
-        false,
-        "git".to_owned(),
-    ));
+    setup.mounts.push(Bind {
+        host: common,
+        target: PathBuf::from(GIT_INSIDE),
+        writable: false,
+        source: Source::Git,
+    });
+    setup.mounts.push(Bind {
+        host: config,
+        target: PathBuf::from(format!("{GIT_INSIDE}/config")),
+        writable: false,
+        source: Source::Git,
+    });
     Ok(())
 }
 
@@ -188,11 +194,11 @@ pub(super) fn lockfile_warnings(m: &crate::schema::Manifest, setup: &Setup, rece
     let Some(root) = setup
         .resolved
         .iter()
-        .find(|r| r.alias == "workspace" || r.alias == "repo")
+        .find(|r| matches!(r.alias, Alias::Workspace | Alias::Repo))
     else {
         return;
     };
-    let allowed = allow_entries(m);
+    let allowed = super::network::allow_entries(m);
     for (file, hosts) in lockfiles::download_hosts(&root.path) {
         let unreachable: Vec<&str> = hosts
             .iter()
