@@ -45,6 +45,23 @@ impl Status {
     }
 }
 
+/// Why the agent could not do what it was asked, outside a run's own ending (a run ends in a
+/// [`Status`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    /// The session could not be saved to the trace.
+    #[error("saving the session: {0}")]
+    Save(String),
+    /// A compaction was stopped (Ctrl-C), or the session could not be saved after it.
+    #[error("compaction stopped: {}", .0.as_str())]
+    CompactionStopped(Status),
+    #[error(
+        "nothing was compacted: the run is too short, or the model could not summarise it \
+         (see the trace)"
+    )]
+    NothingCompacted,
+}
+
 /// Where a failure goes: a step that can fail says which, and its caller must handle both.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Flow {
@@ -133,7 +150,7 @@ impl Agent<'_> {
     }
 
     /// Saves the state and the conversation items not saved yet.
-    pub fn save(&self, state: &State, status: &str) -> Result<(), String> {
+    pub fn save(&self, state: &State, status: &str) -> Result<(), AgentError> {
         let header = AgentSession {
             session_id: self.session.clone(),
             started_at: String::new(),
@@ -143,16 +160,16 @@ impl Agent<'_> {
             cwd: self.settings.cwd.display().to_string(),
             goal: state.goal.clone(),
         };
-        let value = serde_json::to_value(state).map_err(|e| e.to_string())?;
+        let value = serde_json::to_value(state).map_err(|e| AgentError::Save(e.to_string()))?;
         let first = self.saved_items.get().min(state.items.len());
         let new = state.items[first..]
             .iter()
             .map(serde_json::to_value)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| AgentError::Save(e.to_string()))?;
         self.store
             .save_agent_state(&self.session, &header, &value, first, &new)
-            .map_err(|e| format!("saving the session: {e}"))?;
+            .map_err(|e| AgentError::Save(e.to_string()))?;
         self.saved_items.set(state.items.len());
         Ok(())
     }

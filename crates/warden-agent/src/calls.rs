@@ -304,7 +304,7 @@ impl Agent<'_> {
         });
         state.pending.retain(|id| *id != call.id);
         self.save(state, "running")
-            .map_err(|why| Flow::End(Status::Error(why)))
+            .map_err(|why| Flow::End(Status::Error(why.to_string())))
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::json;
 use warden_model::{Item, Request};
 use warden_protocol::{Event, Trigger};
 
-use crate::agent::{Agent, Compacted, Status};
+use crate::agent::{Agent, AgentError, Compacted, Status};
 use crate::context::window;
 use crate::state::State;
 
@@ -27,17 +27,11 @@ impl Agent<'_> {
         &mut self,
         state: &mut State,
         trigger: Trigger,
-    ) -> Result<Compacted, String> {
+    ) -> Result<Compacted, AgentError> {
         match self.compact(state, trigger).await {
             Ok(done) => Ok(done),
-            Err(NotCompacted::End(status)) => {
-                Err(format!("compaction stopped: {}", status.as_str()))
-            }
-            Err(NotCompacted::Trim) => Err(
-                "nothing was compacted: the run is too short, or the model could not summarise \
-                 it (see the trace)"
-                    .to_owned(),
-            ),
+            Err(NotCompacted::End(status)) => Err(AgentError::CompactionStopped(status)),
+            Err(NotCompacted::Trim) => Err(AgentError::NothingCompacted),
         }
     }
 
@@ -124,7 +118,7 @@ impl Agent<'_> {
             restored: restored.len(),
         });
         self.save(state, "running")
-            .map_err(|why| NotCompacted::End(Status::Error(why)))?;
+            .map_err(|why| NotCompacted::End(Status::Error(why.to_string())))?;
         Ok(Compacted {
             messages: range.len(),
             summary,

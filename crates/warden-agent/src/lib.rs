@@ -20,7 +20,7 @@ mod skills;
 mod state;
 mod turn;
 
-pub use agent::{Agent, Compacted, Interrupt, Status};
+pub use agent::{Agent, AgentError, Compacted, Interrupt, Status};
 pub use approve::{Answer, Approver, Question, Terminal};
 pub use context::{context, window};
 pub use output::{Quiet, Sink};

@@ -148,7 +148,7 @@ impl Agent<'_> {
             });
             state.pending = turn.calls.iter().map(|c| c.id.clone()).collect();
             if let Err(why) = self.save(state, "running") {
-                return Status::Error(why);
+                return Status::Error(why.to_string());
             }
             if turn.calls.is_empty() {
                 return Status::Finished;

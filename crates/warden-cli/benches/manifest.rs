@@ -49,7 +49,8 @@ fn ms(d: Duration) -> f64 {
 fn validate(runs: usize) -> Result<()> {
     let now = std::time::SystemTime::now();
     let org = warden_config::OrgManifest::default();
-    let approvals = |_: &str, _: &str| -> std::result::Result<(), String> { Ok(()) };
+    let approvals =
+        |_: &str, _: &str| -> std::result::Result<(), warden_trace::ApprovalRefused> { Ok(()) };
     let mut ours = Vec::new();
     let mut plain = Vec::new();
     for _ in 0..runs {

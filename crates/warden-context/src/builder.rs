@@ -220,6 +220,9 @@ fn json_string_field(content: &str, field: &str) -> Option<String> {
 }
 
 /// Builds the conversation for the next call.
+// Long because the budget is spent in one pass over the items, pruning then dropping, with
+// the running account (what is kept, each item's size, the total, what was pruned and why);
+// split, every step would need that account passed along.
 #[allow(clippy::too_many_lines)]
 pub fn build(input: &Input<'_>) -> Built {
     let c = input.tokens;
@@ -424,6 +427,7 @@ fn text_of(item: &Item) -> String {
     }
 }
 
+// One arm per layer of the context, in the order the prompt shows them.
 #[allow(clippy::too_many_lines)]
 fn layers(
     input: &Input<'_>,

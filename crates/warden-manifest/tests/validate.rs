@@ -1,5 +1,6 @@
 use std::path::Path;
 use std::time::SystemTime;
+use warden_trace::ApprovalRefused;
 
 use warden_config::OrgManifest;
 use warden_manifest::{Problem, TEMPLATES, parse, preflight};
@@ -13,8 +14,8 @@ fn fixture(name: &str) -> String {
     .unwrap()
 }
 
-fn no_approvals(_: &str, _: &str) -> Result<(), String> {
-    Err("no approval of that id is recorded".to_owned())
+fn no_approvals(reference: &str, _: &str) -> Result<(), ApprovalRefused> {
+    Err(ApprovalRefused::Unknown(reference.to_owned()))
 }
 
 fn problems(text: &str, org: Option<&OrgManifest>) -> Vec<Problem> {
@@ -560,7 +561,7 @@ fn an_approval_is_bound_to_the_manifest_without_its_own_reference() {
         if reference == "appr_1" && d == digest {
             Ok(())
         } else {
-            Err("no".to_owned())
+            Err(ApprovalRefused::OtherManifest(reference.to_owned()))
         }
     };
     let org = OrgManifest::default();

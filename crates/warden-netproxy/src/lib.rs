@@ -13,7 +13,7 @@ mod host;
 mod http;
 mod intercept;
 mod io;
-pub mod path;
+mod path;
 mod policy;
 mod server;
 mod socks;

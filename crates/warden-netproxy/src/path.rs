@@ -9,7 +9,7 @@
 //! empty before its `;` parameters (`..;` is `..` to some servers).
 
 /// The path and query of an origin-form request target, normalised; why it is refused.
-pub fn normalise(target: &str) -> Result<String, String> {
+pub(crate) fn normalise(target: &str) -> Result<String, String> {
     let (path, query) = match target.find(['?', '#']) {
         Some(at) => target.split_at(at),
         None => (target, ""),

@@ -125,7 +125,7 @@ impl NetPolicy {
     /// Whether the addresses `host` resolved to may be reached; `explicit` as the verdict
     /// said. Every address must pass: a name that resolves to one private address among public
     /// ones is refused.
-    pub fn check_addresses(
+    pub(crate) fn check_addresses(
         &self,
         host: &Host,
         explicit: bool,

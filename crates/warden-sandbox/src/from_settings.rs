@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use warden_config::{NetworkMode, Settings};
 
-use crate::plan::{Limits, Profile, Request, RootIdentity};
+use crate::plan::{Limits, Profile, Refused, Request, RootIdentity};
 
 /// The port the egress proxy answers on inside an allowlist sandbox (its own loopback).
 pub const PROXY_PORT: u16 = 3128;
@@ -63,17 +63,6 @@ pub const WORKSPACE_PROTECTED: &[&str] = warden_config::AUTO_RUN;
 /// Environment names that never pass unless named explicitly.
 const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
 
-/// The profile a name stands for.
-pub fn profile(name: &str) -> Result<Profile, String> {
-    name.parse::<warden_config::Profile>()
-        .map(Profile::from)
-        .map_err(|_| {
-            format!(
-                "unknown profile {name:?}: expected read-only, workspace-write or full-isolated"
-            )
-        })
-}
-
 impl From<warden_config::Profile> for Profile {
     fn from(profile: warden_config::Profile) -> Self {
         match profile {
@@ -92,7 +81,7 @@ pub fn request_from_settings(
     program: &str,
     args: &[String],
     env_names: &[String],
-) -> Result<Request, String> {
+) -> Result<Request, Refused> {
     let sandbox = &settings.sandbox;
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
     let literal = |s: &&String| !s.contains(['*', '?', '[']);
@@ -128,10 +117,10 @@ pub fn request_from_settings(
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !plain || rel.as_os_str().is_empty() {
-            return Err(format!(
+            return Err(Refused(format!(
                 "sandbox.filesystem.home_toolchains: {entry:?} must be a directory below $HOME \
                  (like \".sdkman\" or \"~/.sdkman\"), without `..`"
-            ));
+            )));
         }
         home_allow.push(home.join(rel));
     }

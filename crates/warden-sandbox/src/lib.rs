@@ -33,13 +33,13 @@ pub use bwrap::Bwrap;
 pub use cgroup::{Bound, Mechanism, Usage as CgroupUsage, reap as reap_cgroups};
 pub use from_settings::{
     HOME_SECRETS, HOME_TOOLCHAINS, PROXY_PORT, WORKSPACE_PROTECTED, expand, host_root_warning,
-    profile, proxy_env, request_from_settings, root_identity,
+    proxy_env, request_from_settings, root_identity,
 };
 pub use helper::{Collected, LAYERS, Usage, main as helper_main};
 pub use history::git;
 pub use masking::{MaskDecision, MaskRule, Masking};
 pub use plan::INSIDE_ID;
-pub use plan::{Fallback, Limits, Mount, Plan, Profile, Request, RootIdentity};
+pub use plan::{Fallback, Limits, Mount, Plan, Profile, Refused, Request, RootIdentity};
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{

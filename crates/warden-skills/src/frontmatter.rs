@@ -121,6 +121,8 @@ struct Raw {
 }
 
 /// The frontmatter and where the body starts (its first line), or every flaw found.
+// Long because every field is checked in one place and every flaw collected, not only the
+// first; one arm per field.
 #[allow(clippy::too_many_lines)]
 pub(crate) fn parse(text: &str) -> Result<(Frontmatter, usize), Vec<Flaw>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

@@ -17,8 +17,37 @@ pub const TEST_RESOLVE: &str = "WARDEN_TEST_RESOLVE";
 /// certificates against instead of the system's roots (tests' TLS servers on 127.0.0.1).
 pub const TEST_UPSTREAM_CA: &str = "WARDEN_TEST_UPSTREAM_CA";
 
+/// Why the egress proxy could not be set up: nothing that needed it runs.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// An allowlist or denylist entry does not parse.
+    #[error("sandbox.network: {0}")]
+    Entry(#[from] warden_netproxy::HostError),
+    /// A test hook's variable (`WARDEN_TEST_RESOLVE`, `WARDEN_TEST_UPSTREAM_CA`) is malformed.
+    #[error("{0}")]
+    TestHook(String),
+    #[error("the egress proxy could not start: {0}")]
+    Start(std::io::Error),
+    /// The CA bundle the sandbox trusts could not be written.
+    #[error("the CA bundle in {}: {source}", dir.display())]
+    Trust {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl From<EgressError> for String {
+    fn from(err: EgressError) -> Self {
+        err.to_string()
+    }
+}
+
 /// The allowlist of `settings`, plus `allow` and `deny` entries (from the command line).
-pub fn policy(settings: &Settings, allow: &[String], deny: &[String]) -> Result<NetPolicy, String> {
+pub fn policy(
+    settings: &Settings,
+    allow: &[String],
+    deny: &[String],
+) -> Result<NetPolicy, EgressError> {
     let net = &settings.sandbox.network;
     let mut allowed = net.allowed_domains.clone();
     allowed.extend(settings.permissions.allow.iter().filter_map(|rule| {
@@ -30,24 +59,22 @@ pub fn policy(settings: &Settings, allow: &[String], deny: &[String]) -> Result<
     allowed.extend(allow.iter().cloned());
     let mut denied = net.denied_domains.clone();
     denied.extend(deny.iter().cloned());
-    NetPolicy::new(&allowed, &denied, net.block_private_ranges)
-        .map_err(|e| format!("sandbox.network: {e}"))
+    Ok(NetPolicy::new(&allowed, &denied, net.block_private_ranges)?)
 }
 
 /// The resolver: the system's, or the test hook's names.
-pub fn resolver() -> Result<Resolver, String> {
+pub fn resolver() -> Result<Resolver, EgressError> {
     let Ok(spec) = std::env::var(TEST_RESOLVE) else {
         return Ok(Resolver::System);
     };
     let mut names: Vec<(String, Vec<IpAddr>)> = Vec::new();
     for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
-        let (name, ip) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("{TEST_RESOLVE}: {pair:?} is not name=address"))?;
-        let ip: IpAddr = ip
-            .trim()
-            .parse()
-            .map_err(|_| format!("{TEST_RESOLVE}: {ip:?} is not an address"))?;
+        let (name, ip) = pair.split_once('=').ok_or_else(|| {
+            EgressError::TestHook(format!("{TEST_RESOLVE}: {pair:?} is not name=address"))
+        })?;
+        let ip: IpAddr = ip.trim().parse().map_err(|_| {
+            EgressError::TestHook(format!("{TEST_RESOLVE}: {ip:?} is not an address"))
+        })?;
         let name = name.trim().to_ascii_lowercase();
         match names.iter_mut().find(|(n, _)| *n == name) {
             Some((_, ips)) => ips.push(ip),
@@ -158,12 +185,15 @@ const SYSTEM_BUNDLES: &[&str] = &[
 fn write_trust(
     ca_pem: &str,
     within: Option<&std::path::Path>,
-) -> Result<std::path::PathBuf, String> {
+) -> Result<std::path::PathBuf, EgressError> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let parent = within.map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
     let dir = parent.join(format!("warden-ca-{}-{n}", std::process::id()));
-    let err = |e: std::io::Error| format!("the CA bundle in {}: {e}", dir.display());
+    let err = |source: std::io::Error| EgressError::Trust {
+        dir: dir.clone(),
+        source,
+    };
     std::fs::create_dir_all(&dir).map_err(err)?;
     let system = SYSTEM_BUNDLES
         .iter()
@@ -181,7 +211,7 @@ pub fn start(
     deny: &[String],
     sink: Sink,
     ask: Option<Ask>,
-) -> Result<Egress, String> {
+) -> Result<Egress, EgressError> {
     let mut config = Config::new(policy(settings, allow, deny)?, resolver()?, sink);
     config.ask = ask;
     launch(config, None)
@@ -193,16 +223,15 @@ pub fn start(
 pub fn launch(
     mut config: Config,
     trust_within: Option<&std::path::Path>,
-) -> Result<Egress, String> {
+) -> Result<Egress, EgressError> {
     if let Ok(path) = std::env::var(TEST_UPSTREAM_CA) {
         use rustls::pki_types::pem::PemObject as _;
         let roots = rustls::pki_types::CertificateDer::pem_file_iter(&path)
             .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(|e| format!("{TEST_UPSTREAM_CA}: {path}: {e}"))?;
+            .map_err(|e| EgressError::TestHook(format!("{TEST_UPSTREAM_CA}: {path}: {e}")))?;
         config.upstream_roots = Some(roots);
     }
-    let proxy =
-        Proxy::start(config).map_err(|e| format!("the egress proxy could not start: {e}"))?;
+    let proxy = Proxy::start(config).map_err(EgressError::Start)?;
     let trust = proxy
         .ca_pem()
         .map(|pem| write_trust(&pem, trust_within))

@@ -104,6 +104,9 @@ fn bracketed(host: &str) -> String {
     }
 }
 
+// Long because it is one request in one async block on its own runtime: sent through the
+// proxy, the proxy's refusal read, the body read up to its cap, made text; redirects are
+// reported, never followed.
 #[allow(clippy::too_many_lines)]
 fn fetch(
     url: reqwest::Url,

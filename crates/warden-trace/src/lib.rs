@@ -22,7 +22,7 @@ pub use agent::AgentSession;
 pub use changes::{FileChange, StoredChange, sha256_hex};
 pub use db::default_path;
 pub use error::TraceError;
-pub use manifests::ManifestApproval;
+pub use manifests::{ApprovalRefused, ManifestApproval};
 pub use redact::{redact, redact_value};
 pub use row::now_rfc3339;
 pub use store::{SessionSummary, TraceStore};

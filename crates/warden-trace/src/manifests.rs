@@ -24,23 +24,38 @@ pub struct ManifestApproval {
     pub expires_at: String,
 }
 
+/// Why a manifest's approval does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalRefused {
+    #[error("no approval of that id ({0}) is recorded; see `warden manifest approve`")]
+    Unknown(String),
+    #[error(
+        "approval {0} was given to another manifest (or to this one before it changed): \
+         approve it again"
+    )]
+    OtherManifest(String),
+    #[error("approval {id} expired at {at}")]
+    Expired { id: String, at: String },
+    #[error("approval {0} has no readable expiry")]
+    NoExpiry(String),
+    /// The trace, where approvals are kept, could not be opened or read.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 impl ManifestApproval {
     /// `Ok` when this approval is of `digest` and has not expired at `now`, else why not.
-    pub fn holds_for(&self, digest: &str, now: SystemTime) -> Result<(), String> {
+    pub fn holds_for(&self, digest: &str, now: SystemTime) -> Result<(), ApprovalRefused> {
         if self.digest != digest {
-            return Err(format!(
-                "approval {} was given to another manifest (or to this one before it changed): \
-                 approve it again",
-                self.id
-            ));
+            return Err(ApprovalRefused::OtherManifest(self.id.clone()));
         }
         match humantime::parse_rfc3339(&self.expires_at) {
             Ok(expiry) if expiry > now => Ok(()),
-            Ok(_) => Err(format!(
-                "approval {} expired at {}",
-                self.id, self.expires_at
-            )),
-            Err(_) => Err(format!("approval {} has no readable expiry", self.id)),
+            Ok(_) => Err(ApprovalRefused::Expired {
+                id: self.id.clone(),
+                at: self.expires_at.clone(),
+            }),
+            Err(_) => Err(ApprovalRefused::NoExpiry(self.id.clone())),
         }
     }
 }
@@ -173,19 +188,16 @@ mod tests {
         assert_eq!(found, given);
         let now = SystemTime::now();
         assert_eq!(found.holds_for("d1", now), Ok(()));
-        assert!(
-            found
-                .holds_for("d2", now)
-                .unwrap_err()
-                .contains("another manifest")
-        );
+        let other = found.holds_for("d2", now).unwrap_err();
+        assert_eq!(other, ApprovalRefused::OtherManifest(given.id.clone()));
+        assert!(other.to_string().contains("another manifest"), "{other}");
         let later = now + Duration::from_secs(120);
+        let expired = found.holds_for("d1", later).unwrap_err();
         assert!(
-            found
-                .holds_for("d1", later)
-                .unwrap_err()
-                .contains("expired")
+            matches!(expired, ApprovalRefused::Expired { .. }),
+            "{expired}"
         );
+        assert!(expired.to_string().contains("expired"), "{expired}");
         assert_eq!(store.manifest_approval("appr_nope").unwrap(), None);
     }
 

@@ -7,7 +7,7 @@ use anyhow::anyhow;
 use serde_json::json;
 use warden_config::{RawSettings, Settings};
 use warden_sandbox::{
-    Backend, Bwrap, Output, Plan, Request, Sandbox, SandboxError, profile, request_from_settings,
+    Backend, Bwrap, Output, Plan, Request, Sandbox, SandboxError, request_from_settings,
 };
 
 use super::{load_settings_with, print_json};
@@ -51,7 +51,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     if args.no_sandbox || backend == "none" {
         return unsandboxed(&settings, &request, args);
     }
-    let plan = Plan::new(&request).map_err(|why| refused(&why))?;
+    let plan = Plan::new(&request).map_err(|why| refused(&why.0))?;
     if let Some(warning) = warden_sandbox::host_root_warning(&request) {
         eprintln!("warden: warning: {warning}");
     }
@@ -268,7 +268,8 @@ fn request(settings: &Settings, workspace: &Path, args: &ExecArgs) -> Result<Req
         .map_err(|e| usage(anyhow!(e)))?;
     request.mask = secret_mask(settings).map_err(usage)?;
     if let Some(name) = &args.profile {
-        request.profile = profile(name).map_err(|e| usage(anyhow!(e)))?;
+        let profile: warden_config::Profile = name.parse().map_err(|e| usage(anyhow!("{e}")))?;
+        request.profile = profile.into();
     }
     let absolute = |p: &PathBuf| {
         if p.is_absolute() {

@@ -9,6 +9,7 @@ use anyhow::anyhow;
 use serde_json::json;
 use warden_config::OrgManifest;
 use warden_manifest::{Parsed, Problem};
+use warden_trace::ApprovalRefused;
 
 use super::{open_trace, print_json};
 use crate::args::ManifestCommand;
@@ -80,16 +81,18 @@ pub(super) fn org_policy(org_policy: Option<&Path>) -> Result<Option<OrgManifest
 pub(super) fn problems(parsed: &Parsed, org: Option<&OrgManifest>) -> Vec<Problem> {
     let store = open_trace().ok();
     let now = SystemTime::now();
-    let approvals = |reference: &str, digest: &str| -> Result<(), String> {
+    let approvals = |reference: &str, digest: &str| -> Result<(), ApprovalRefused> {
         let Some(store) = &store else {
-            return Err("the trace, where approvals are kept, cannot be opened".to_owned());
+            return Err(ApprovalRefused::Unavailable(
+                "the trace, where approvals are kept, cannot be opened".to_owned(),
+            ));
         };
         match store.manifest_approval(reference) {
             Ok(Some(approval)) => approval.holds_for(digest, now),
-            Ok(None) => Err(format!(
-                "no approval of that id ({reference}) is recorded; see `warden manifest approve`"
-            )),
-            Err(e) => Err(format!("approvals cannot be read: {e}")),
+            Ok(None) => Err(ApprovalRefused::Unknown(reference.to_owned())),
+            Err(e) => Err(ApprovalRefused::Unavailable(format!(
+                "approvals cannot be read: {e}"
+            ))),
         }
     };
     warden_manifest::preflight(parsed, org, &approvals, now)

@@ -8,14 +8,14 @@ use super::*;
 impl Prepared {
     /// Ends the run: counts, artifacts and the patch, capabilities revoked, every directory
     /// destroyed and checked (or the run quarantined), the receipt written.
-    pub fn finish(mut self) -> Result<Finished, String> {
+    pub fn finish(mut self) -> Result<Finished, RunError> {
         self.conclude()
     }
 
     /// [`Prepared::finish`], also from `Drop`: once only.
-    pub(super) fn conclude(&mut self) -> Result<Finished, String> {
+    pub(super) fn conclude(&mut self) -> Result<Finished, RunError> {
         if self.concluded {
-            return Err("the run has finished already".to_owned());
+            return Err(RunError::FinishedAlready);
         }
         self.concluded = true;
         let m = self.parsed.manifest.clone();
@@ -168,10 +168,12 @@ impl Prepared {
     }
 
     /// `receipt.json` in the run's directory.
-    fn write_receipt(&self) -> Result<Finished, String> {
-        let text = serde_json::to_string_pretty(&self.receipt).map_err(|e| e.to_string())?;
+    fn write_receipt(&self) -> Result<Finished, RunError> {
+        let text = serde_json::to_string_pretty(&self.receipt)
+            .map_err(|e| RunError::Receipt(e.to_string()))?;
         let path = self.dir.root.join("receipt.json");
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, text + "\n")
+            .map_err(|e| RunError::Receipt(format!("{}: {e}", path.display())))?;
         Ok(Finished {
             receipt: self.receipt.clone(),
             dir: self.dir.root.clone(),

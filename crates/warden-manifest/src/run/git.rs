@@ -65,7 +65,7 @@ impl Repo {
     fn run(&self, dir: &Path, args: &[&str]) -> Result<String, String> {
         let mut cmd = self.git(dir);
         cmd.args(args);
-        output(cmd, args.first().copied().unwrap_or(""))
+        Ok(output(cmd, args.first().copied().unwrap_or(""))?)
     }
 
     /// The commit `HEAD` names.

@@ -43,6 +43,20 @@ use git::Repo;
 use layout::RunDir;
 use setup::setup;
 
+/// Why a run could not start or end. Every other failure of a run is its receipt (status
+/// `refused`, `failed`, `quarantined`, …).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The run's directory or its lease could not be written: nothing was set up.
+    #[error("{0}")]
+    Directory(String),
+    #[error("the run has finished already")]
+    FinishedAlready,
+    /// The receipt could not be written (the run itself is over).
+    #[error("{0}")]
+    Receipt(String),
+}
+
 /// Where a source-control host's credential comes from.
 pub type Credential = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -183,7 +197,7 @@ impl Setup {
 
 /// Runs `parsed`'s command under it. `Err` only when the run's directory cannot be made;
 /// every later failure is a receipt (status `refused`, `failed`, `quarantined`, …).
-pub fn run(parsed: &Parsed, options: &Options) -> Result<Finished, String> {
+pub fn run(parsed: &Parsed, options: &Options) -> Result<Finished, RunError> {
     let mut prepared = prepare(parsed, options)?;
     let (stdout, stderr) = prepared.run_command(options);
     let mut finished = prepared.finish()?;
@@ -231,11 +245,11 @@ impl Drop for Prepared {
 /// Sets a run up: the directory, the lease, every alias, the sandbox and the proxy. `Err`
 /// only when the run's directory cannot be made; a failure after that leaves a run that runs
 /// nothing and finishes `refused`.
-pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
+pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, RunError> {
     let started = Instant::now();
     let started_at = SystemTime::now();
     let m = &parsed.manifest;
-    let dir = RunDir::create(&options.runs_dir, &options.run_id)?;
+    let dir = RunDir::create(&options.runs_dir, &options.run_id).map_err(RunError::Directory)?;
     let lease = Arc::new(Mutex::new(lease::Lease {
         run_id: options.run_id.clone(),
         manifest_sha256: parsed.sha256.clone(),
@@ -250,7 +264,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, String> {
         artifacts_until_ms: None,
         quarantine: Vec::new(),
     }));
-    lock(&lease).write(&dir.root)?;
+    lock(&lease).write(&dir.root).map_err(RunError::Directory)?;
     let heartbeat = lease::Heartbeat::start(dir.root.clone(), Arc::clone(&lease));
     let mut receipt = Receipt {
         run_id: options.run_id.clone(),
@@ -400,7 +414,7 @@ impl Prepared {
             .iter()
             .map(|(_, src, dst)| (src.clone(), dst.clone()))
             .collect();
-        let outcome = Plan::new(&request).and_then(|plan| {
+        let outcome = Plan::new(&request).map_err(String::from).and_then(|plan| {
             let sandbox = Sandbox::new(&options.helper);
             let output = if options.capture {
                 Output::Capture

@@ -151,5 +151,5 @@ pub(super) fn egress(
             decide: Arc::new(move |request| decider.decide(request)),
         });
     }
-    warden_tools::egress::launch(config, Some(&dir.root))
+    Ok(warden_tools::egress::launch(config, Some(&dir.root))?)
 }

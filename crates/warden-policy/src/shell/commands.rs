@@ -17,6 +17,7 @@ pub(super) enum Expansion {
 }
 
 /// Sees one layer through `cmd`: a table of the wrappers warden knows, one arm each.
+// Long because it is that table: a wrapper added is an arm added.
 #[allow(clippy::too_many_lines)]
 pub(super) fn expand(cmd: &SimpleCommand) -> Expansion {
     let args = &cmd.args;

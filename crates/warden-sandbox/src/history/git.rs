@@ -62,12 +62,39 @@ pub fn plain(dir: &Path) -> Command {
     cmd
 }
 
+/// Why a git command gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git {what}: cannot run git: {source}")]
+    Spawn {
+        what: String,
+        source: std::io::Error,
+    },
+    /// It ran and failed: what it said on standard error.
+    #[error("git {what}: {stderr}")]
+    Failed { what: String, stderr: String },
+}
+
+impl From<GitError> for String {
+    fn from(err: GitError) -> Self {
+        err.to_string()
+    }
+}
+
 /// Runs `cmd`: its stdout when it succeeds, else its stderr as the error.
-pub fn output(mut cmd: Command, what: &str) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("git {what}: cannot run git: {e}"))?;
-    answer(&out, what)
+pub fn output(mut cmd: Command, what: &str) -> Result<String, GitError> {
+    let out = cmd.output().map_err(|source| GitError::Spawn {
+        what: what.to_owned(),
+        source,
+    })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(GitError::Failed {
+            what: what.to_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
+    }
 }
 
 /// What an ended git said: its stdout when it succeeded, else its stderr as the error.

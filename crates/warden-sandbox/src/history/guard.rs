@@ -123,7 +123,7 @@ impl Protected {
         }
         list.args(["ls-files", "--stage", "-z", "--"])
             .args(&self.specs);
-        output(list, "ls-files")
+        Ok(output(list, "ls-files")?)
     }
 }
 

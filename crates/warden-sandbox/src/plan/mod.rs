@@ -97,6 +97,17 @@ impl Fallback {
     }
 }
 
+/// Why a request cannot be run as it asks: nothing runs. The reason names what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl From<Refused> for String {
+    fn from(refused: Refused) -> Self {
+        refused.0
+    }
+}
+
 /// What the caller asks for. Paths are absolute.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Request {
@@ -262,8 +273,14 @@ impl Plan {
     /// `/tmp`; denied paths masked; protected paths inside writable roots read-only.
     ///
     /// Fails, and nothing may run, when a protected path cannot be kept as the request says.
+    pub fn new(request: &Request) -> Result<Self, Refused> {
+        Self::build(request).map_err(Refused)
+    }
+
+    // Long because the mounts are listed in the one order the helper makes them (a later
+    // mount covers an earlier one); split, the order that keeps protections on top is hidden.
     #[allow(clippy::too_many_lines)]
-    pub fn new(request: &Request) -> Result<Self, String> {
+    fn build(request: &Request) -> Result<Self, String> {
         let request = &with_protections(request);
         let mut mounts = Vec::new();
         let disk = request.limits.disk_mb.unwrap_or(1024);
