@@ -120,11 +120,6 @@ impl fmt::Display for ToolName {
     }
 }
 
-/// The id a model gave one tool call; echoed back with its result. Free-form, as providers differ.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct CallId(pub String);
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,16 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CallId, Decision, SessionId, ToolName};
-
-/// One call a model proposed: which tool, with which arguments.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCall {
-    pub id: CallId,
-    pub tool: ToolName,
-    pub arguments: Value,
-}
+use crate::{Decision, SessionId, ToolName};
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
