@@ -49,6 +49,12 @@ impl Status {
 /// [`Status`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AgentError {
+    /// The settings do not make an agent: a pattern, a rule or a path that does not parse.
+    #[error("{0}")]
+    Settings(String),
+    /// The built-in tools could not be registered.
+    #[error("the tools: {0}")]
+    Tools(String),
     /// The session could not be saved to the trace.
     #[error("saving the session: {0}")]
     Save(String),
@@ -113,38 +119,63 @@ impl Interrupt {
     }
 }
 
-/// Everything one run uses.
+/// Everything one run uses. Made by [`Agent::builder`].
 pub struct Agent<'a> {
-    pub settings: &'a Settings,
-    pub client: &'a Client,
-    pub registry: &'a Registry,
-    pub ctx: &'a ToolContext,
+    pub(crate) settings: &'a Settings,
+    pub(crate) client: &'a Client,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) ctx: Arc<ToolContext>,
     /// Shared with each turn's runner; changed (a session approval) only between turns.
-    pub engine: Arc<Engine>,
-    pub store: &'a TraceStore,
-    pub session: SessionId,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) store: &'a TraceStore,
+    pub(crate) session: SessionId,
     /// The answer when no person is asked.
-    pub on_ask: OnAsk,
+    pub(crate) on_ask: OnAsk,
     /// A person to ask, on a terminal.
-    pub approver: Option<&'a dyn Approver>,
-    pub budgets: Budgets,
-    pub sink: &'a mut dyn Sink,
-    pub interrupt: Arc<Interrupt>,
+    pub(crate) approver: Option<&'a dyn Approver>,
+    pub(crate) budgets: Budgets,
+    pub(crate) sink: &'a mut dyn Sink,
+    pub(crate) interrupt: Arc<Interrupt>,
     /// Whether commands have the network (for the prompt).
-    pub network: bool,
-    pub max_output_tokens: u32,
+    pub(crate) network: bool,
+    pub(crate) max_output_tokens: u32,
     /// How many items of the conversation are saved already (those loaded, on resume).
-    pub saved_items: std::cell::Cell<usize>,
+    pub(crate) saved_items: std::cell::Cell<usize>,
     /// Labels tool output as data and redacts secrets before the model sees it.
-    pub shield: warden_context::Shield,
+    pub(crate) shield: warden_context::Shield,
     /// The skills found for this project (`None` when skills are off).
-    pub skills: Option<&'a warden_skills::Registry>,
+    pub(crate) skills: Option<&'a warden_skills::Registry>,
 }
 
 impl Agent<'_> {
+    /// The session this agent runs.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// Ctrl-C for this agent: raise it to stop the run at its next step.
+    pub fn interrupt(&self) -> &Arc<Interrupt> {
+        &self.interrupt
+    }
+
+    /// The tools its commands run with (background jobs included), shared.
+    pub fn tool_context(&self) -> Arc<ToolContext> {
+        Arc::clone(&self.ctx)
+    }
+
+    /// The tools the model is offered.
+    pub fn tools(&self) -> Vec<ToolDef> {
+        self.tool_defs()
+    }
+
+    /// The skills found for the project, when skills are on.
+    pub fn skills(&self) -> Option<&warden_skills::Registry> {
+        self.skills
+    }
+
     pub(crate) fn tool_defs(&self) -> Vec<ToolDef> {
         crate::owned::tool_defs(
-            self.registry,
+            &self.registry,
             self.skills.is_some_and(|r| !r.skills.is_empty()),
         )
     }

@@ -22,9 +22,10 @@ impl Agent<'_> {
         // One runner decides, runs and records the turn's calls. A session approval given now
         // changes the engine for the turns after (the runner keeps the one it decided with).
         let engine = Arc::clone(&self.engine);
+        let (registry, ctx) = (Arc::clone(&self.registry), Arc::clone(&self.ctx));
         let mut runner = match ToolRunner::new(
-            self.registry,
-            self.ctx,
+            &registry,
+            &ctx,
             &engine,
             Some(self.store),
             self.session.clone(),

@@ -9,6 +9,7 @@ mod accounting;
 mod agent;
 mod approve;
 mod asking;
+mod builder;
 mod calls;
 mod compaction;
 mod context;
@@ -22,6 +23,7 @@ mod turn;
 
 pub use agent::{Agent, AgentError, Compacted, Interrupt, Status};
 pub use approve::{Answer, Approver, Question, Terminal};
+pub use builder::{AgentBuilder, MAX_OUTPUT_TOKENS};
 pub use context::{context, window};
 pub use output::{Quiet, Sink};
 pub use owned::tool_defs;

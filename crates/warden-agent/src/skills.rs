@@ -191,7 +191,7 @@ impl Agent<'_> {
         self.narrowing_of(&active)?;
         state.skills.push(active);
         self.apply_narrowings(state)?;
-        let known: Vec<String> = crate::owned::tool_defs(self.registry, true)
+        let known: Vec<String> = crate::owned::tool_defs(&self.registry, true)
             .into_iter()
             .map(|d| d.name)
             .collect();

@@ -31,7 +31,7 @@ pub(super) fn session(
 ) -> Exit {
     note(&format!(
         "warden: interactive session {}; /help for commands, /exit or Ctrl-D to leave",
-        agent.session
+        agent.session()
     ));
     loop {
         let line = match read_line(runtime, agent) {
@@ -59,10 +59,7 @@ pub(super) fn session(
                 Err(why) => note(&format!("warden: {why}")),
             },
             "/context" => {
-                let tools = warden_agent::tool_defs(
-                    agent.registry,
-                    agent.skills.is_some_and(|r| !r.skills.is_empty()),
-                );
+                let tools = agent.tools();
                 let (_, built) = agent.context(state, &tools);
                 print_report(&built.report);
             }
@@ -99,9 +96,9 @@ pub(super) fn session(
                 state.items.push(Item::User {
                     text: line.to_owned(),
                 });
-                agent.interrupt.clear();
+                agent.interrupt().clear();
                 last = exit_of(runtime.block_on(agent.run(state)));
-                agent.interrupt.clear();
+                agent.interrupt().clear();
             }
         }
     }
@@ -140,7 +137,7 @@ fn read_line(runtime: &tokio::runtime::Runtime, agent: &Agent<'_>) -> Line {
             Ok(_) => Some(line),
         });
     });
-    let interrupt = agent.interrupt.clone();
+    let interrupt = agent.interrupt().clone();
     runtime.block_on(async move {
         tokio::select! {
             biased;

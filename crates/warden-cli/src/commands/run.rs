@@ -14,15 +14,12 @@ use warden_config::{PermissionMode, RawSettings, Settings};
 use warden_model::{Client, Item, SelectError};
 use warden_policy::Engine;
 use warden_protocol::SessionId;
-use warden_tools::{OnAsk, Registry, ToolContext};
+use warden_tools::{OnAsk, ToolContext};
 use warden_trace::AgentSession;
 
 use super::{open_trace, print_json};
 use crate::args::{AgentArgs, CompactArgs, ResumeArgs, SessionsArgs};
 use crate::{CliError, Exit};
-
-/// The most tokens one answer may take.
-const MAX_OUTPUT_TOKENS: u32 = 8192;
 
 /// What a started agent does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +235,6 @@ fn budgets(settings: &Settings, args: &AgentArgs) -> Budgets {
     }
 }
 
-#[allow(clippy::too_many_lines)]
 fn start(
     dir: Option<PathBuf>,
     args: &AgentArgs,
@@ -249,10 +245,6 @@ fn start(
     mut governed: Option<super::manifest_run::Governed>,
 ) -> Result<Exit, CliError> {
     state.pin(&args.pin);
-    let Saved {
-        model: saved_model,
-        items: saved_items,
-    } = saved;
     // Under a manifest the session works in the run's worktree.
     let dir = governed.as_ref().map_or(dir, |g| Some(g.work_dir.clone()));
     // An untrusted project whose files would widen something: asked once, on a terminal.
@@ -266,35 +258,7 @@ fn start(
         .enable_all()
         .build()
         .map_err(CliError::failure)?;
-    let env = |name: &str| std::env::var(name).ok();
-    let wanted = args.model.clone().or(saved_model);
-    // A resumed run keeps its endpoint unless told otherwise.
-    let base_url = args
-        .base_url
-        .clone()
-        .or_else(|| state.base_url.clone().filter(|_| state.base_url_given));
-    let spec = runtime
-        .block_on(warden_model::select(
-            wanted.as_deref(),
-            base_url.as_deref(),
-            &settings,
-            &env,
-        ))
-        .map_err(|e| match e {
-            SelectError::NoneFound | SelectError::Unknown(_) => CliError::usage(anyhow!(e)),
-        })?;
-    state.base_url = Some(spec.base_url.clone());
-    state.base_url_given = base_url.is_some();
-    let client = Client::new(spec).map_err(CliError::failure)?;
-    let registry = Registry::builtin().map_err(CliError::failure)?;
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(helper) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(helper);
-    }
-    let mut engine = Engine::from_settings(&settings).map_err(CliError::usage)?;
-    for rule in &state.session_rules {
-        engine.allow_for_session(rule).map_err(CliError::failure)?;
-    }
+    let client = model(&runtime, args, &mut state, saved.model, &settings)?;
     let store = open_trace()?;
     if !settings.trust.ignored.is_empty() {
         let _ = store.record_agent_event(
@@ -306,17 +270,7 @@ fn start(
     let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
-    if let Some(g) = &governed {
-        ctx = g.tools(ctx);
-    } else if settings.sandbox.network.mode == warden_config::NetworkMode::Allowlist {
-        let sink = warden_tools::egress::trace_sink(session.clone());
-        let ask = interactive.then(|| network_asker(&settings, &engine));
-        let proxy = warden_tools::egress::start(&settings, &[], &[], sink, ask)
-            .map_err(|e| CliError::usage(anyhow!(e)))?;
-        ctx = ctx.with_egress(proxy);
-    }
-    let terminal = Terminal;
+    let (ctx, engine) = tools(&settings, &state, &session, interactive, governed.as_ref())?;
     let on_ask = match args.on_ask.as_deref() {
         Some("allow") => OnAsk::Allow,
         _ => OnAsk::Deny,
@@ -330,24 +284,7 @@ fn start(
         Mode::Run { .. } if args.json => &mut json_sink,
         Mode::Run { .. } => &mut human,
     };
-    let interrupt = Arc::new(Interrupt::default());
-    {
-        // The handler is in place from here on, before any prompt is shown: a listener made
-        // inside the spawned task would only be registered once the runtime first ran it.
-        let _entered = runtime.enter();
-        let listener =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
-        let interrupt = interrupt.clone();
-        runtime.spawn(async move {
-            let Some(mut listener) = listener else {
-                return;
-            };
-            while listener.recv().await.is_some() {
-                interrupt.raise();
-                warden_sandbox::kill_running();
-            }
-        });
-    }
+    let interrupt = on_ctrl_c(&runtime);
     sink.event(&Event::SessionStarted {
         session_id: session.as_str().to_owned(),
         model: client.spec().label(),
@@ -355,44 +292,135 @@ fn start(
         mode: settings.permissions.mode.to_string(),
         resumed: state.turns > 0,
     });
-    let mut agent = Agent {
-        settings: &settings,
-        client: &client,
-        registry: &registry,
-        ctx: &ctx,
-        engine: Arc::new(engine),
-        store: &store,
-        session,
-        on_ask,
-        approver: interactive.then_some(&terminal as &dyn warden_agent::Approver),
-        budgets: budgets(&settings, args),
-        sink,
-        interrupt,
-        network: settings.sandbox.network.mode == warden_config::NetworkMode::On,
-        max_output_tokens: MAX_OUTPUT_TOKENS,
-        saved_items: std::cell::Cell::new(saved_items),
-        shield: warden_context::Shield::from_env(std::env::vars()),
-        skills: skills.as_ref(),
-    };
-    let exit = match mode {
-        Mode::Compact(trigger) => {
-            let compacted = runtime.block_on(agent.compact_now(&mut state, trigger));
-            match compacted {
-                Ok(done) if trigger == Trigger::Handoff => {
-                    print_handoff(&agent.session, &done, args.json)?;
-                    Exit::Success
-                }
-                Ok(_) => {
-                    println!("compacted: {} messages now", state.items.len());
-                    Exit::Success
-                }
-                Err(why) => {
-                    drop(agent);
-                    runtime.shutdown_background();
-                    return Err(CliError::failure(anyhow!(why)));
-                }
-            }
+    let terminal = Terminal;
+    let mut agent = Agent::builder(&settings, &client, &store, session)
+        .tool_context(ctx)
+        .engine(engine)
+        .on_ask(on_ask)
+        .approver(interactive.then_some(&terminal as &dyn warden_agent::Approver))
+        .budgets(budgets(&settings, args))
+        .sink(sink)
+        .interrupt(interrupt)
+        .saved_items(saved.items)
+        .skills(skills.as_ref())
+        .build()
+        .map_err(|e| match e {
+            warden_agent::AgentError::Settings(_) => CliError::usage(anyhow!(e)),
+            _ => CliError::failure(anyhow!(e)),
+        })?;
+    let exit = drive(&runtime, &mut agent, &mut state, mode, args.json);
+    let ctx = agent.tool_context();
+    drop(agent);
+    // Background commands end with the session.
+    ctx.jobs.stop_all();
+    runtime.shutdown_background();
+    let exit = exit?;
+    if let Some(g) = governed.take() {
+        return g.finish(&ctx, exit, args.json);
+    }
+    Ok(exit)
+}
+
+/// The model to ask: `--model`, else the saved run's, else the settings'; a resumed run keeps
+/// its endpoint unless told otherwise.
+fn model(
+    runtime: &tokio::runtime::Runtime,
+    args: &AgentArgs,
+    state: &mut State,
+    saved_model: Option<String>,
+    settings: &Settings,
+) -> Result<Client, CliError> {
+    let env = |name: &str| std::env::var(name).ok();
+    let wanted = args.model.clone().or(saved_model);
+    let base_url = args
+        .base_url
+        .clone()
+        .or_else(|| state.base_url.clone().filter(|_| state.base_url_given));
+    let spec = runtime
+        .block_on(warden_model::select(
+            wanted.as_deref(),
+            base_url.as_deref(),
+            settings,
+            &env,
+        ))
+        .map_err(|e| match e {
+            SelectError::NoneFound | SelectError::Unknown(_) => CliError::usage(anyhow!(e)),
+        })?;
+    state.base_url = Some(spec.base_url.clone());
+    state.base_url_given = base_url.is_some();
+    Client::new(spec).map_err(CliError::failure)
+}
+
+/// What the tools run with (the sandbox helper, the trace of connections, the manifest's
+/// sandbox or an allowlist's proxy) and the policy engine, the session's approvals in it.
+fn tools(
+    settings: &Settings,
+    state: &State,
+    session: &SessionId,
+    interactive: bool,
+    governed: Option<&super::manifest_run::Governed>,
+) -> Result<(ToolContext, Engine), CliError> {
+    let mut ctx = ToolContext::from_settings(settings).map_err(CliError::usage)?;
+    if let Ok(helper) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(helper);
+    }
+    let mut engine = Engine::from_settings(settings).map_err(CliError::usage)?;
+    for rule in &state.session_rules {
+        engine.allow_for_session(rule).map_err(CliError::failure)?;
+    }
+    ctx = ctx.with_egress_sink(warden_tools::egress::trace_sink(session.clone()));
+    if let Some(g) = governed {
+        ctx = g.tools(ctx);
+    } else if settings.sandbox.network.mode == warden_config::NetworkMode::Allowlist {
+        let sink = warden_tools::egress::trace_sink(session.clone());
+        let ask = interactive.then(|| network_asker(settings, &engine));
+        let proxy = warden_tools::egress::start(settings, &[], &[], sink, ask)
+            .map_err(|e| CliError::usage(anyhow!(e)))?;
+        ctx = ctx.with_egress(proxy);
+    }
+    Ok((ctx, engine))
+}
+
+/// Ctrl-C raises the returned flag and kills the commands running. The handler is in place
+/// from here on, before any prompt is shown: a listener made inside the spawned task would
+/// only be registered once the runtime first ran it.
+fn on_ctrl_c(runtime: &tokio::runtime::Runtime) -> Arc<Interrupt> {
+    let interrupt = Arc::new(Interrupt::default());
+    let _entered = runtime.enter();
+    let listener = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let raise = interrupt.clone();
+    runtime.spawn(async move {
+        let Some(mut listener) = listener else {
+            return;
+        };
+        while listener.recv().await.is_some() {
+            raise.raise();
+            warden_sandbox::kill_running();
         }
+    });
+    interrupt
+}
+
+/// Runs the agent as `mode` says, or compacts its session and prints the result.
+fn drive(
+    runtime: &tokio::runtime::Runtime,
+    agent: &mut Agent<'_>,
+    state: &mut State,
+    mode: Mode,
+    json: bool,
+) -> Result<Exit, CliError> {
+    match mode {
+        Mode::Compact(trigger) => match runtime.block_on(agent.compact_now(state, trigger)) {
+            Ok(done) if trigger == Trigger::Handoff => {
+                print_handoff(agent.session(), &done, json)?;
+                Ok(Exit::Success)
+            }
+            Ok(_) => {
+                println!("compacted: {} messages now", state.items.len());
+                Ok(Exit::Success)
+            }
+            Err(why) => Err(CliError::failure(anyhow!(why))),
+        },
         Mode::Run { interactive } => {
             // Nothing to answer yet: an interactive session that starts with a prompt, or a
             // finished run resumed to go on interactively.
@@ -402,24 +430,16 @@ fn start(
                 Some(_) => true,
             };
             let mut exit = if waiting {
-                super::exit_of(runtime.block_on(agent.run(&mut state)))
+                super::exit_of(runtime.block_on(agent.run(state)))
             } else {
                 Exit::Success
             };
             if interactive {
-                exit = super::repl::session(&runtime, &mut agent, &mut state, exit);
+                exit = super::repl::session(runtime, agent, state, exit);
             }
-            exit
+            Ok(exit)
         }
-    };
-    drop(agent);
-    // Background commands end with the session.
-    ctx.jobs.stop_all();
-    runtime.shutdown_background();
-    if let Some(g) = governed.take() {
-        return g.finish(&ctx, exit, args.json);
     }
-    Ok(exit)
 }
 
 /// Who decides about a host the allowlist does not name, during an interactive run: the policy
