@@ -9,12 +9,18 @@ use crate::support::{
     Project, events, of_kind, on_a_terminal, sandbox_available, warden_run as run,
 };
 
-fn call(id: &str, name: &str, args: &Value) -> Reply {
+pub(crate) fn call(id: &str, name: &str, args: &Value) -> Reply {
     openai::calls("", &[Call::new(id, name, args)], 30).fast()
 }
 
 /// A skill in the user's root (trusted) or the project's (not).
-fn skill(p: &Project, user: bool, name: &str, frontmatter: &str, body: &str) -> std::path::PathBuf {
+pub(crate) fn skill(
+    p: &Project,
+    user: bool,
+    name: &str,
+    frontmatter: &str,
+    body: &str,
+) -> std::path::PathBuf {
     let dir = if user {
         p.home.join(".config/warden/skills").join(name)
     } else {

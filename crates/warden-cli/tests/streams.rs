@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, openai};
 
+use crate::skills::{call, skill};
 use crate::support::{Project, Run, agent_command, finish, sandbox_available, warden_run};
 
 /// Keys whose values change from one run to the next.
@@ -98,10 +99,6 @@ impl Filter {
             .collect();
         lines.join("\n")
     }
-}
-
-fn call(id: &str, name: &str, args: &Value) -> Reply {
-    openai::calls("", &[Call::new(id, name, args)], 30).fast()
 }
 
 fn name_cleaner(p: &Project) {
@@ -268,21 +265,6 @@ fn retries_budgets_and_provider_errors() {
     );
 }
 
-/// A skill in the user's root (trusted) or the project's (not).
-fn skill(p: &Project, user: bool, name: &str, frontmatter: &str, body: &str) {
-    let dir = if user {
-        p.home.join(".config/warden/skills").join(name)
-    } else {
-        p.root().join(".warden/skills").join(name)
-    };
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        format!("---\nname: {name}\n{frontmatter}\n---\n{body}\n"),
-    )
-    .unwrap();
-}
-
 #[test]
 fn skills_loaded_refused_unloaded_and_approved() {
     let p = Project::new();
@@ -345,29 +327,7 @@ fn skills_loaded_refused_unloaded_and_approved() {
 #[test]
 fn compaction() {
     let p = Project::new();
-    for i in 0..16 {
-        p.write(
-            &format!("src/part{i}.rs"),
-            &format!(
-                "// see https://example.com/spec/{i} and issue #{}\n",
-                100 + i
-            )
-            .repeat(40),
-        );
-    }
-    let read = |i: usize| {
-        let text = format!(
-            "Reading part {i}, after commit 1a2b3c{i:x}. {}",
-            "Thinking about the parts read so far. ".repeat(40)
-        );
-        let id = format!("r{i}");
-        let args = json!({"path": format!("src/part{i}.rs")});
-        openai::calls(&text, &[Call::new(&id, "readFile", &args)], 20).fast()
-    };
-    let mut script: Vec<Reply> = (0..16).map(read).collect();
-    script.push(openai::text("All parts read.").fast());
-    let summary = openai::text("## Goal\nRead the parts.\n## Progress\nRead many parts.").fast();
-    let server = FakeProvider::start(script).answering("handoff summaries", summary);
+    let server = crate::agent::context::parts_to_compact(&p);
     let run = warden_run(
         &p,
         &server,

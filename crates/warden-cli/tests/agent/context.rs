@@ -71,9 +71,10 @@ fn a_small_window_prunes_old_tool_output_and_the_context_is_shown() {
     );
 }
 
-#[test]
-fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
-    let p = Project::new();
+/// Sixteen files full of identifiers, read one a turn with long thoughts between, by a model
+/// whose summariser keeps the headings and loses every identifier: in a small window, the
+/// session must compact.
+pub(crate) fn parts_to_compact(p: &Project) -> FakeProvider {
     for i in 0..16 {
         p.write(
             &format!("src/part{i}.rs"),
@@ -93,9 +94,14 @@ fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
     };
     let mut script: Vec<Reply> = (0..16).map(read).collect();
     script.push(openai::text("All parts read.").fast());
-    // The summariser keeps the headings and loses every identifier.
     let summary = openai::text("## Goal\nRead the parts.\n## Progress\nRead many parts.").fast();
-    let server = FakeProvider::start(script).answering("handoff summaries", summary);
+    FakeProvider::start(script).answering("handoff summaries", summary)
+}
+
+#[test]
+fn when_pruning_is_not_enough_the_model_summarises_and_no_identifier_is_lost() {
+    let p = Project::new();
+    let server = parts_to_compact(&p);
     let run = warden_run(
         &p,
         &server,

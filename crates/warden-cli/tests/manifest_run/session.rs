@@ -2,11 +2,7 @@
 //! environment for every call, and the receipt at the end, whatever happens.
 
 use super::*;
-
-fn call(id: &str, name: &str, args: &Value) -> warden_fake_provider::Reply {
-    warden_fake_provider::openai::calls("", &[warden_fake_provider::Call::new(id, name, args)], 30)
-        .fast()
-}
+use crate::skills::call;
 
 #[test]
 fn an_agent_session_under_a_manifest_works_in_its_worktree_and_ends_in_a_receipt() {
