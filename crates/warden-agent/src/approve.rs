@@ -46,6 +46,38 @@ pub struct Question<'a> {
     /// The rule an answer of "session" or "always" would add; `None` when no rule narrow
     /// enough exists (then only once or no are offered).
     pub rule: Option<&'a str>,
+    /// What the call would change (a unified diff, a patch's files), redacted and capped.
+    pub preview: Option<&'a str>,
+}
+
+/// How many lines of a preview are shown before the person asks for the rest.
+const PREVIEW_LINES: usize = 40;
+
+/// A preview's lines for a terminal: removed lines red, added green, headers bold; every
+/// character printable.
+fn preview_lines(preview: &str, all: bool) -> (Vec<String>, usize) {
+    let lines: Vec<&str> = preview.lines().collect();
+    let shown = if all {
+        lines.len()
+    } else {
+        lines.len().min(PREVIEW_LINES)
+    };
+    let out = lines[..shown]
+        .iter()
+        .map(|line| {
+            let text = warden_protocol::printable(line);
+            if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@") {
+                format!("\x1b[1m{text}\x1b[0m")
+            } else if line.starts_with('+') {
+                format!("\x1b[32m{text}\x1b[0m")
+            } else if line.starts_with('-') {
+                format!("\x1b[31m{text}\x1b[0m")
+            } else {
+                text
+            }
+        })
+        .collect();
+    (out, lines.len() - shown)
 }
 
 /// Who answers approval requests.
@@ -97,6 +129,18 @@ impl Approver for Terminal {
         if let Some(rule) = q.rule {
             let _ = writeln!(err, "rule:      {} (for session or always)", p(rule));
         }
+        let mut left = 0;
+        if let Some(preview) = q.preview {
+            let _ = writeln!(err, "change:");
+            let (lines, more) = preview_lines(preview, false);
+            for line in lines {
+                let _ = writeln!(err, "  {line}");
+            }
+            if more > 0 {
+                let _ = writeln!(err, "  … {more} more lines ([v]iew them all)");
+            }
+            left = more;
+        }
         loop {
             let _ = write!(err, "allow? {choices}: ");
             let _ = err.flush();
@@ -105,6 +149,12 @@ impl Approver for Terminal {
                 return Answer::Deny(None);
             }
             match line.trim().to_ascii_lowercase().as_str() {
+                "v" | "view" if left > 0 => {
+                    let (lines, _) = preview_lines(q.preview.unwrap_or_default(), true);
+                    for line in lines {
+                        let _ = writeln!(err, "  {line}");
+                    }
+                }
                 "o" | "once" | "y" | "yes" => return Answer::Once,
                 "s" | "session" if q.rule.is_some() => return Answer::Session,
                 "a" | "always" if q.rule.is_some() => return Answer::Always,

@@ -23,6 +23,10 @@ impl Agent<'_> {
             None
         };
         let arguments = checked.args.to_string();
+        // What the call would change, as the person and the trace see it: secrets redacted.
+        let preview =
+            warden_tools::preview(&self.registry, &self.ctx, &checked.name, &checked.args)
+                .map(|p| (self.shield.redact(&p.text), p.truncated));
         self.publish(&Event::ApprovalRequested {
             tool: checked.name.clone(),
             asked: Asked::Call {
@@ -30,6 +34,8 @@ impl Agent<'_> {
                 decision: checked.decision.decision,
                 reason: checked.decision.reason.clone(),
                 rule: rule.clone(),
+                preview: preview.as_ref().map(|(text, _)| text.clone()),
+                preview_truncated: preview.as_ref().map(|(_, cut)| *cut),
             },
         });
         // The one wider sandbox granted for a call is the network for a command that needs it.
@@ -50,6 +56,7 @@ impl Agent<'_> {
                 arguments: &arguments,
                 decision: &checked.decision,
                 rule: rule.as_deref(),
+                preview: preview.as_ref().map(|(text, _)| text.as_str()),
             }),
             // `--on-ask allow` was applied by the runner already; what is left is refused.
             None => Answer::Deny(None),
@@ -132,6 +139,7 @@ impl Agent<'_> {
                 arguments: rule,
                 decision: &decision,
                 rule: Some(rule),
+                preview: None,
             }),
             (None, OnAsk::Allow) => Answer::Session,
             (None, OnAsk::Deny) => Answer::Deny(None),

@@ -275,6 +275,7 @@ impl Agent<'_> {
                 arguments: name,
                 decision: &decision,
                 rule: None,
+                preview: None,
             }),
             (None, OnAsk::Allow) => Answer::Once,
             (None, OnAsk::Deny) => Answer::Deny(None),

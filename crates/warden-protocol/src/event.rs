@@ -198,6 +198,13 @@ pub enum Asked {
         decision: DecisionKind,
         reason: String,
         rule: Option<String>,
+        /// What it would change: a unified diff for `editFile`/`writeFile`, each file's lines
+        /// for `apply_patch`; redacted, at most 16 KiB.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<String>,
+        /// The preview was cut at its 16 KiB.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview_truncated: Option<bool>,
     },
     /// A skill from an untrusted root, pinned to the hash of its files.
     Skill {
@@ -344,6 +351,8 @@ mod tests {
                     decision: DecisionKind::Rewrite,
                     reason: "destructive".into(),
                     rule: None,
+                    preview: None,
+                    preview_truncated: None,
                 },
             },
             Event::ApprovalRequested {
@@ -411,10 +420,14 @@ mod tests {
                 decision: DecisionKind::RequireApproval,
                 reason: "r".into(),
                 rule: None,
+                preview: Some("-a\n+b\n".into()),
+                preview_truncated: Some(false),
             },
         };
-        // A call without a rule to remember says so.
+        // A call without a rule to remember says so; its preview comes with whether it was cut.
         assert_eq!(call.to_value()["rule"], Value::Null);
+        assert_eq!(call.to_value()["preview"], "-a\n+b\n");
+        assert_eq!(call.to_value()["previewTruncated"], false);
         let result = Event::ToolResult {
             id: "a".into(),
             name: "readFile".into(),

@@ -469,6 +469,7 @@ fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
             arguments: &format!("{host}:{port}"),
             decision: &decision,
             rule: standard.then_some(rule.as_str()),
+            preview: None,
         });
         match answer {
             Answer::Once => NetAnswer::Once,

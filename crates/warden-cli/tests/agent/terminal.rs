@@ -292,3 +292,119 @@ fn keys_are_never_printed_or_traced_and_no_model_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn an_approvals_event_carries_the_change_each_file_tool_would_make() {
+    let p = Project::new();
+    name_cleaner(&p);
+    p.write("notes.md", &"a line of notes\n".repeat(60));
+    let patch = "*** Begin Patch\n*** Update File: src/slugify.js\n@@\n-exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s/g, '-');\n+exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s+/g, '-');\n*** Add File: src/new.js\n+exports.x = 1;\n+exports.y = 2;\n*** End Patch";
+    let server = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[
+                Call::new(
+                    "e1",
+                    "editFile",
+                    &json!({"path": "src/slugify.js", "oldString": "/\\s/g", "newString": "/\\s+/g"}),
+                ),
+                Call::new(
+                    "w1",
+                    "writeFile",
+                    &json!({"path": "notes.md", "content": "one line now\n"}),
+                ),
+                Call::new("p1", "apply_patch", &json!({ "patch": patch })),
+            ],
+            9,
+        )
+        .fast(),
+        openai::text("Asked.").fast(),
+    ]);
+    // Without a person: the preview is in each approval's event, and nothing was written.
+    let run = warden_run(&p, &server, &[], "fix it");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let asked = of_kind(&events(&run), "approval_requested")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    let preview = |tool: &str| {
+        asked
+            .iter()
+            .find(|e| e["tool"] == tool)
+            .and_then(|e| e["preview"].as_str())
+            .unwrap_or_else(|| panic!("no preview for {tool}: {asked:?}"))
+            .to_owned()
+    };
+    let edit = preview("editFile");
+    assert!(
+        edit.contains("-exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s/g, '-');")
+            && edit.contains(
+                "+exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s+/g, '-');"
+            ),
+        "{edit}"
+    );
+    let write = preview("writeFile");
+    assert!(
+        write.contains("-a line of notes") && write.contains("+one line now"),
+        "{write}"
+    );
+    let patched = preview("apply_patch");
+    assert!(
+        patched.contains("update src/slugify.js (+1 -1)")
+            && patched.contains("add src/new.js (+2)"),
+        "{patched}"
+    );
+    assert!(asked.iter().all(|e| e["previewTruncated"] == false));
+    assert!(
+        std::fs::read_to_string(p.root().join("notes.md"))
+            .unwrap()
+            .starts_with("a line of notes"),
+        "a preview writes nothing"
+    );
+}
+
+#[test]
+fn on_a_terminal_the_change_is_shown_and_a_long_one_is_cut_with_a_key_to_see_it_all() {
+    let p = Project::new();
+    p.write("notes.md", &"a line of notes\n".repeat(60));
+    let server = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new(
+                "w2",
+                "writeFile",
+                &json!({"path": "notes.md", "content": "one line now\n"}),
+            )],
+            9,
+        ),
+        openai::text("Done."),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let run = on_a_terminal(
+        &p,
+        &[
+            env!("CARGO_BIN_EXE_warden"),
+            "run",
+            "--model",
+            "openai/test-model",
+            "--base-url",
+            &base,
+            "shorten the notes",
+        ],
+        &["v", "d"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("change:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("more lines ([v]iew them all)"),
+        "{}",
+        run.stdout
+    );
+    // Seen whole after `v`: the sixtieth removed line is there.
+    assert!(
+        run.stdout.matches("-a line of notes").count() >= 60,
+        "{}",
+        run.stdout
+    );
+}
