@@ -204,6 +204,7 @@ fn remembered(engine: &Engine, name: &str, args: &Value) -> Option<String> {
             // One rule per approval; a compound command is approved once.
             (rules.len() == 1).then(|| rules[0].clone())
         }
+        "readFile" => arg("path").map(|p| format!("Read({p})")),
         "writeFile" => arg("path").map(|p| format!("Write({p})")),
         "editFile" => arg("path").map(|p| format!("Edit({p})")),
         _ => None,

@@ -59,6 +59,12 @@ fn prefix_rule(cmd: &SimpleCommand) -> Option<String> {
     if program.contains('/') {
         return None;
     }
+    // A command that reaches past the workspace (an absolute path, the home directory, a
+    // variable, `..`) is remembered as itself: `cat ~/Private/x` approved once for the session
+    // must not approve every `cat` of anything.
+    if cmd.reads.iter().chain(&cmd.writes).any(|p| beyond(p)) {
+        return exact_rule(cmd);
+    }
     if WITH_SUBCOMMAND.contains(&program) {
         let sub = cmd.args.iter().find(|a| !a.text.starts_with('-'))?;
         if !sub.literal
@@ -77,6 +83,24 @@ fn prefix_rule(cmd: &SimpleCommand) -> Option<String> {
         return None;
     }
     Some(format!("Bash({program} *)"))
+}
+
+/// Whether `path` may name something outside the workspace, as written.
+fn beyond(path: &str) -> bool {
+    path.starts_with('/')
+        || path.starts_with('~')
+        || path.contains('$')
+        || path.split('/').any(|part| part == "..")
+}
+
+/// The rule of exactly this command: its argv, every word literal and without a `*` (which a
+/// rule would read as "anything"); `None` when it cannot be written so.
+fn exact_rule(cmd: &SimpleCommand) -> Option<String> {
+    let literal = cmd
+        .args
+        .iter()
+        .all(|a| !a.text.contains(['*', '(', ')']) && !a.text.is_empty());
+    (literal && !cmd.program.contains(['*', '(', ')'])).then(|| format!("Bash({})", cmd.line()))
 }
 
 #[cfg(test)]
@@ -98,6 +122,20 @@ mod tests {
             remembered_rule(&analyze("pytest -x tests/")),
             Some(vec!["Bash(pytest *)".to_owned()])
         );
+        // Past the workspace, the command itself: never `cat *`, `head *`, `npm run *` for it.
+        for (command, rule) in [
+            ("cat $HOME/Private/x.txt", "Bash(cat $HOME/Private/x.txt)"),
+            ("cat ~/Private/x.txt", "Bash(cat ~/Private/x.txt)"),
+            ("head -n 5 /etc/hosts", "Bash(head -n 5 /etc/hosts)"),
+            ("cat ../sibling/notes.md", "Bash(cat ../sibling/notes.md)"),
+            ("wc -l src/main.rs", "Bash(wc *)"),
+        ] {
+            assert_eq!(
+                remembered_rule(&analyze(command)),
+                Some(vec![rule.to_owned()]),
+                "{command}"
+            );
+        }
         for broad in [
             "bash -c 'ls'",
             "python3 x.py",

@@ -39,6 +39,24 @@ fn a_session_approval_allows_the_argv_prefix_and_nothing_more() {
 }
 
 #[test]
+fn a_session_approval_of_a_read_past_the_workspace_allows_that_read_alone() {
+    let fixture = Fixture::new();
+    let mut engine = fixture.engine("", PermissionMode::Default, true).unwrap();
+    let command = "head -n 5 /etc/hosts";
+    let before = decide(&engine, command);
+    assert_ne!(before, DecisionKind::Allow, "asked first");
+    let rules = remembered_rule(&shell::analyze(command)).unwrap();
+    assert_eq!(rules, ["Bash(head -n 5 /etc/hosts)"]);
+    for rule in &rules {
+        engine.allow_for_session(rule).unwrap();
+    }
+    assert_eq!(decide(&engine, command), DecisionKind::Allow);
+    // Not every `head` of anything: another file, or the same one with more lines, asks again.
+    assert_eq!(decide(&engine, "head -n 5 /etc/passwd"), before);
+    assert_eq!(decide(&engine, "head -n 500 /etc/hosts"), before);
+}
+
+#[test]
 fn an_always_approval_is_remembered_outside_the_project_and_loads_again() {
     let fixture = Fixture::new();
     let engine = fixture.engine("", PermissionMode::Default, true).unwrap();
