@@ -46,7 +46,8 @@ pub struct Question<'a> {
     /// The rule an answer of "session" or "always" would add; `None` when no rule narrow
     /// enough exists (then only once or no are offered).
     pub rule: Option<&'a str>,
-    /// What the call would change (a unified diff, a patch's files), redacted and capped.
+    /// What the call would change (a unified diff, a patch's files) or, for a command, what it
+    /// runs, reads and writes as the policy understood it; redacted and capped.
     pub preview: Option<&'a str>,
 }
 
@@ -131,7 +132,12 @@ impl Approver for Terminal {
         }
         let mut left = 0;
         if let Some(preview) = q.preview {
-            let _ = writeln!(err, "change:");
+            let what = if q.tool == "bash" {
+                "as understood:"
+            } else {
+                "change:"
+            };
+            let _ = writeln!(err, "{what}");
             let (lines, more) = preview_lines(preview, false);
             for line in lines {
                 let _ = writeln!(err, "  {line}");

@@ -24,9 +24,16 @@ impl Agent<'_> {
         };
         let arguments = checked.args.to_string();
         // What the call would change, as the person and the trace see it: secrets redacted.
-        let preview =
-            warden_tools::preview(&self.registry, &self.ctx, &checked.name, &checked.args)
-                .map(|p| (self.shield.redact(&p.text), p.truncated));
+        let preview = match command_of(checked) {
+            // A command: as the policy understood it.
+            Some(command) => self
+                .engine
+                .explain(&Action::Bash(command.to_owned()))
+                .analysis
+                .and_then(|a| warden_tools::Preview::of(a.summary())),
+            None => warden_tools::preview(&self.registry, &self.ctx, &checked.name, &checked.args),
+        }
+        .map(|p| (self.shield.redact(&p.text), p.truncated));
         self.publish(&Event::ApprovalRequested {
             tool: checked.name.clone(),
             asked: Asked::Call {
@@ -167,6 +174,13 @@ impl Agent<'_> {
             }
         }
     }
+}
+
+/// The command of a `bash` call.
+fn command_of(checked: &Checked) -> Option<&str> {
+    (checked.name == "bash")
+        .then(|| checked.args.get("command").and_then(Value::as_str))
+        .flatten()
 }
 
 /// Whether a shell command needs the network.

@@ -199,7 +199,8 @@ pub enum Asked {
         reason: String,
         rule: Option<String>,
         /// What it would change: a unified diff for `editFile`/`writeFile`, each file's lines
-        /// for `apply_patch`; redacted, at most 16 KiB.
+        /// for `apply_patch`, what a `bash` command runs, reads and writes as the policy
+        /// understood it; redacted, at most 16 KiB.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<String>,
         /// The preview was cut at its 16 KiB.

@@ -19,7 +19,8 @@ pub struct Preview {
 }
 
 impl Preview {
-    fn of(text: String) -> Option<Self> {
+    /// `text` as a preview, cut at [`PREVIEW_CAP`]; `None` when it is empty.
+    pub fn of(text: String) -> Option<Self> {
         if text.is_empty() {
             return None;
         }

@@ -314,6 +314,11 @@ fn an_approvals_event_carries_the_change_each_file_tool_would_make() {
                     &json!({"path": "notes.md", "content": "one line now\n"}),
                 ),
                 Call::new("p1", "apply_patch", &json!({ "patch": patch })),
+                Call::new(
+                    "b1",
+                    "bash",
+                    &json!({"command": "npm install left-pad > install.log"}),
+                ),
             ],
             9,
         )
@@ -327,7 +332,7 @@ fn an_approvals_event_carries_the_change_each_file_tool_would_make() {
         .into_iter()
         .cloned()
         .collect::<Vec<_>>();
-    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(asked.len(), 4, "{asked:?}");
     let preview = |tool: &str| {
         asked
             .iter()
@@ -354,6 +359,13 @@ fn an_approvals_event_carries_the_change_each_file_tool_would_make() {
         patched.contains("update src/slugify.js (+1 -1)")
             && patched.contains("add src/new.js (+2)"),
         "{patched}"
+    );
+    // A command, as the policy understood it.
+    let command = preview("bash");
+    assert!(
+        command.contains("runs:   npm install left-pad")
+            && command.contains("writes: install.log (redirected)"),
+        "{command}"
     );
     assert!(asked.iter().all(|e| e["previewTruncated"] == false));
     assert!(

@@ -30,6 +30,66 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The command as the analysis understood it, for a person deciding on it: one line per
+    /// program (with what it was found behind), then what it reads and writes, what it was
+    /// flagged for, and what could not be known.
+    pub fn summary(&self) -> String {
+        let mut out = Vec::new();
+        for cmd in self
+            .commands
+            .iter()
+            .filter(|c| !c.wrapper && !c.program.is_empty())
+        {
+            let via = if cmd.via.is_empty() {
+                String::new()
+            } else {
+                format!("  (inside {})", cmd.via.join(" → "))
+            };
+            out.push(format!("runs:   {}{via}", cmd.line()));
+            let list = |what: &[String]| what.join(", ");
+            if !cmd.reads.is_empty() {
+                out.push(format!("  reads:  {}", list(&cmd.reads)));
+            }
+            let writes: Vec<String> = cmd
+                .writes
+                .iter()
+                .map(|w| {
+                    if cmd.redirected.contains(w) {
+                        format!("{w} (redirected)")
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            if !writes.is_empty() {
+                out.push(format!("  writes: {}", list(&writes)));
+            }
+            let f = &cmd.flags;
+            let flags: Vec<&str> = [
+                (f.network, "network"),
+                (f.destructive, "destructive"),
+                (f.privilege, "privilege"),
+                (f.code_execution, "runs code"),
+                (f.dangerous_env, "changes what programs run"),
+                (f.stdin_script, "a script from standard input"),
+                (
+                    f.hidden_exec,
+                    "runs a program through its options or configuration",
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+            if !flags.is_empty() {
+                out.push(format!("  flags:  {}", flags.join(", ")));
+            }
+        }
+        for why in &self.unknown {
+            out.push(format!("unknown: {why}"));
+        }
+        out.join("\n")
+    }
+
     /// Whether anything could not be resolved.
     pub fn is_unknown(&self) -> bool {
         !self.unknown.is_empty() || self.commands.iter().any(|c| c.flags.unknown)
@@ -104,5 +164,34 @@ impl SimpleCommand {
     /// The arguments' texts.
     pub fn arg_texts(&self) -> impl Iterator<Item = &str> {
         self.args.iter().map(|a| a.text.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_names_each_program_what_it_reads_and_writes_and_its_flags() {
+        let summary =
+            analyze("timeout 5 cat notes.md | grep x > out.txt && curl -s https://x.test")
+                .summary();
+        assert!(
+            summary.contains("runs:   cat notes.md  (inside timeout)"),
+            "{summary}"
+        );
+        assert!(summary.contains("reads:  notes.md"), "{summary}");
+        assert!(
+            summary.contains("writes: out.txt (redirected)"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("runs:   curl -s https://x.test"),
+            "{summary}"
+        );
+        assert!(summary.contains("flags:  network"), "{summary}");
+        // What could not be known is said, not left out.
+        let unknown = analyze("$(cat cmd.txt)").summary();
+        assert!(unknown.contains("unknown"), "{unknown}");
     }
 }
