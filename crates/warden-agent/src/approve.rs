@@ -28,12 +28,7 @@ impl Answer {
     }
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Once => "once",
-            Self::Session => "session",
-            Self::Always => "always",
-            Self::Deny(_) => "deny",
-        }
+        self.kind().as_str()
     }
 }
 

@@ -285,7 +285,11 @@ impl Agent<'_> {
         let content = match prepared {
             // What the tools return is data from outside: labelled, secrets redacted.
             Prepared::Checked(call, checked) => {
-                let source = format!("{} {}", call.name, short(&checked.args.to_string(), 160));
+                let source = format!(
+                    "{} {}",
+                    call.name,
+                    warden_protocol::short(&checked.args.to_string(), 160)
+                );
                 self.shield.wrap(&source, &cap_output(content, cap))
             }
             Prepared::Answered(..) => cap_output(content, cap),
@@ -346,15 +350,6 @@ enum Prepared {
 /// A refusal or failure as the model gets it.
 fn error_content(why: &str) -> String {
     json!({"error": {"message": why}}).to_string()
-}
-
-/// At most `max` characters of `text`, on one line.
-fn short(text: &str, max: usize) -> String {
-    let mut cut: String = text.chars().take(max).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut.replace('\n', " ")
 }
 
 /// A tool output as the model gets it: at most `cap` bytes, saying when it was cut.

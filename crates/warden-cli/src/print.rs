@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use warden_agent::{Event, Sink};
-use warden_protocol::{CallStatus, DecisionKind};
+use warden_protocol::{CallStatus, DecisionKind, short};
 
 /// One JSON object per line on standard output: `{"event": KIND, ...fields}`.
 #[derive(Debug, Default)]
@@ -90,15 +90,6 @@ impl Human {
     }
 }
 
-/// At most `max` characters of `text`, on one line.
-fn short(text: &str, max: usize) -> String {
-    let mut cut: String = text.chars().take(max).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut.replace('\n', " ")
-}
-
 /// A JSON value shortened: a string as itself, anything else as JSON.
 fn short_value(value: &Value, max: usize) -> String {
     match value {
@@ -143,8 +134,7 @@ impl Sink for Human {
                 short(reason, 200)
             )),
             Event::ApprovalResolved { answer, .. } => {
-                let answer = serde_json::to_value(answer).unwrap_or_default();
-                self.note(&format!("  approval: {}", short_value(&answer, 60)));
+                self.note(&format!("  approval: {}", answer.as_str()));
             }
             Event::ToolRunning { name, .. } => self.start_progress(short(name, 40)),
             Event::ToolResult {
@@ -160,9 +150,9 @@ impl Sink for Human {
                         None => "  ok".to_owned(),
                     },
                     (status, Some(error)) => {
-                        format!("  {}: {}", status_word(*status), short(error, 200))
+                        format!("  {}: {}", status.as_str(), short(error, 200))
                     }
-                    (status, None) => format!("  {}", status_word(*status)),
+                    (status, None) => format!("  {}", status.as_str()),
                 };
                 self.note(&line);
             }
@@ -216,15 +206,6 @@ impl Sink for Human {
             | Event::Compaction { .. }
             | Event::Receipt { .. } => {}
         }
-    }
-}
-
-fn status_word(status: CallStatus) -> &'static str {
-    match status {
-        CallStatus::Ok => "ok",
-        CallStatus::Denied => "denied",
-        CallStatus::Error => "error",
-        CallStatus::Interrupted => "interrupted",
     }
 }
 

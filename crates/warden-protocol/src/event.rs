@@ -240,6 +240,18 @@ pub enum Answer {
     Deny,
 }
 
+impl Answer {
+    /// The word the event says.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+            Self::Always => "always",
+            Self::Deny => "deny",
+        }
+    }
+}
+
 /// How a call ended, as its result says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -249,6 +261,18 @@ pub enum CallStatus {
     Error,
     /// Ctrl-C came before it ran.
     Interrupted,
+}
+
+impl CallStatus {
+    /// The word the event says.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Denied => "denied",
+            Self::Error => "error",
+            Self::Interrupted => "interrupted",
+        }
+    }
 }
 
 impl From<crate::ToolStatus> for CallStatus {
@@ -439,6 +463,18 @@ mod tests {
         let value = result.to_value();
         assert!(value.get("exitCode").is_none() && value.get("error").is_none());
         assert_eq!(value["status"], "interrupted");
+        // The words said by hand are serde's.
+        for status in [
+            CallStatus::Ok,
+            CallStatus::Denied,
+            CallStatus::Error,
+            CallStatus::Interrupted,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        for answer in [Answer::Once, Answer::Session, Answer::Always, Answer::Deny] {
+            assert_eq!(serde_json::to_value(answer).unwrap(), answer.as_str());
+        }
         let skill = Event::ApprovalRequested {
             tool: "Skill".into(),
             asked: Asked::Skill {

@@ -24,5 +24,5 @@ pub use event::{
 pub use ids::{IdError, SessionId, ToolName};
 pub use pattern::wildcard;
 pub use session::{Budgets, WorkingSet};
-pub use text::{printable, printable_text};
+pub use text::{printable, printable_text, short};
 pub use tool::{ToolError, ToolErrorKind, ToolEvent, ToolResult, ToolStatus};

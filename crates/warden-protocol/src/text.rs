@@ -8,6 +8,15 @@ pub fn printable(text: &str) -> String {
     escape(text, false)
 }
 
+/// At most `max` characters of `text`, on one line, with `…` when it was cut.
+pub fn short(text: &str, max: usize) -> String {
+    let mut cut: String = text.chars().take(max).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut.replace('\n', " ")
+}
+
 /// As [`printable`], keeping line breaks and tabs: text of several lines.
 pub fn printable_text(text: &str) -> String {
     escape(text, true)
