@@ -32,7 +32,7 @@ pub use kinds::{
 };
 pub use load::{LoadOptions, MANAGED_PATH, load};
 pub use parse::parse_str;
-pub use places::{project_root, user_config_dir};
+pub use places::{project_root, user_config_dir, within};
 pub use raw::RawSettings;
 pub use remember::{
     RememberedRules, RuleList, forget_rule, local_rules, move_local_rules, remember_rule,

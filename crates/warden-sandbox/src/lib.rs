@@ -17,6 +17,7 @@ mod helper;
 pub mod history;
 mod landlock;
 mod links;
+mod live;
 mod masking;
 mod mounts;
 mod placeholder;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::masking::{Kept, MaskDecision, MaskRule, Masking};
 
 /// Per (device, inode): the link count, and the names found under the roots.
-type Seen = HashMap<(u64, u64), (u64, Vec<PathBuf>)>;
+pub(crate) type Seen = HashMap<(u64, u64), (u64, Vec<PathBuf>)>;
 
 /// A file's identity: (device, inode).
 pub(crate) type Identity = (u64, u64);
@@ -88,29 +88,7 @@ pub(crate) fn linked(
 ) -> Linked {
     let rule = mask.rule().map(|r| &**r);
     let full = outermost(roots.writable);
-    // A directory or file listed and then gone was moved while the walk went on (another
-    // command's `mv`): what it holds may sit where the walk had already been. The walk starts
-    // over, and after a few tries, says so.
-    let mut tries = 0;
-    let (seen, mut seen_read, mut found) = loop {
-        let mut seen = Seen::new();
-        let mut found = Kept::default();
-        for root in &full {
-            walk(root, &mut seen, rule, &mut found);
-        }
-        // Read-only roots: their links outside are what the user let be read, but another name
-        // of a hidden file is hidden there too.
-        let mut seen_read = Seen::new();
-        for root in outermost(roots.readable) {
-            if !full.iter().any(|r| root.starts_with(r)) {
-                walk(root, &mut seen_read, rule, &mut found);
-            }
-        }
-        tries += 1;
-        if !found.changed || tries == WALK_TRIES {
-            break (seen, seen_read, found);
-        }
-    };
+    let (seen, mut seen_read, mut found) = walk_roots(roots, &full, rule, mask);
     if !hidden.is_empty() {
         // A hidden file has other names (`ln ~/.ssh/id_rsa …`): one could sit in a toolchain
         // directory too, so those are walked whole, like any readable root.
@@ -196,6 +174,42 @@ pub(crate) fn linked(
         list.dedup();
     }
     linked
+}
+
+/// The walks of the writable roots `full` (whole) and the other readable ones: what they
+/// found, and the multiply-linked files of each kind. A directory or file listed and then gone
+/// was moved while the walk went on (another command's `mv`): what it holds may sit where the
+/// walk had already been. The walk starts over, and after a few tries, says so.
+fn walk_roots(
+    roots: &Roots<'_>,
+    full: &[&PathBuf],
+    rule: Option<&dyn Masking>,
+    mask: &MaskRule,
+) -> (Seen, Seen, Kept) {
+    let mut tries = 0;
+    loop {
+        let mut seen = Seen::new();
+        let mut found = Kept::default();
+        for root in full {
+            if !mask.kept_walk(root, rule, &mut seen, &mut found) {
+                walk(root, &mut seen, rule, &mut found);
+            }
+        }
+        // Read-only roots: their links outside are what the user let be read, but another name
+        // of a hidden file is hidden there too.
+        let mut seen_read = Seen::new();
+        for root in outermost(roots.readable) {
+            if !full.iter().any(|r| root.starts_with(r))
+                && !mask.kept_walk(root, rule, &mut seen_read, &mut found)
+            {
+                walk(root, &mut seen_read, rule, &mut found);
+            }
+        }
+        tries += 1;
+        if !found.changed || tries == WALK_TRIES {
+            return (seen, seen_read, found);
+        }
+    }
 }
 
 /// How much of a readable root's file with a link elsewhere is read to tell a private key:
@@ -291,13 +305,13 @@ fn decide_all(root: &Path, candidates: Vec<(PathBuf, bool)>, rule: &dyn Masking)
 
 /// A root's real path, for the rule: a root reached through a link (a home directory that
 /// is one) is decided where it really is, and masked where the command sees it.
-struct RealRoot<'a> {
+pub(crate) struct RealRoot<'a> {
     root: &'a Path,
     real: Option<PathBuf>,
 }
 
 impl<'a> RealRoot<'a> {
-    fn of(root: &'a Path) -> Self {
+    pub(crate) fn of(root: &'a Path) -> Self {
         let real = root.canonicalize().ok().filter(|r| r != root);
         RealRoot { root, real }
     }
@@ -321,8 +335,13 @@ fn holds_keys(entries: &[std::fs::DirEntry]) -> bool {
 
 /// The entries of `dir`, or `None` when it cannot be read (and is not simply gone): what it
 /// holds is unknown, and it is recorded as unreadable.
-fn entries_of(dir: &Path, found: &mut Kept, root: &Path) -> Option<Vec<std::fs::DirEntry>> {
-    let read = std::fs::read_dir(dir).and_then(Iterator::collect::<std::io::Result<Vec<_>>>);
+fn entries_of(
+    read_at: &Path,
+    dir: &Path,
+    found: &mut Kept,
+    root: &Path,
+) -> Option<Vec<std::fs::DirEntry>> {
+    let read = std::fs::read_dir(read_at).and_then(Iterator::collect::<std::io::Result<Vec<_>>>);
     match read {
         Ok(entries) => Some(entries),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -344,7 +363,7 @@ fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
     let real = RealRoot::of(root);
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Some(entries) = entries_of(&dir, &mut found, root) else {
+        let Some(entries) = entries_of(&dir, &dir, &mut found, root) else {
             continue;
         };
         let keys_here = holds_keys(&entries);
@@ -380,7 +399,7 @@ fn names_walk(root: &Path, rule: &dyn Masking) -> Kept {
 /// Records every multiply-linked non-directory under `root` (a directory, or a single file),
 /// and asks `rule` about every regular file: what it masks, and what the user unmasked.
 /// Directory entries carry their type, so only non-directories are `stat`ed.
-fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Kept) {
+pub(crate) fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Kept) {
     let real = RealRoot::of(root);
     let Ok(top) = std::fs::symlink_metadata(root) else {
         return;
@@ -407,54 +426,109 @@ fn walk(root: &Path, seen: &mut Seen, rule: Option<&dyn Masking>, found: &mut Ke
     }
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let Some(entries) = entries_of(&dir, found, root) else {
+        let scan = scan_dir(&dir, &dir, root, &real, rule);
+        scan.add_to(seen, found);
+        dirs.extend(scan.subdirs.into_iter().map(|(d, _)| d));
+    }
+}
+
+/// What one directory's entries hold, for the walk.
+#[derive(Debug, Default)]
+pub(crate) struct DirScan {
+    /// Its subdirectories, each with the inode its entry names.
+    pub(crate) subdirs: Vec<(PathBuf, u64)>,
+    /// Its multiply-linked non-directories: identity, link count and path.
+    pub(crate) linked: Vec<(Identity, u64, PathBuf)>,
+    /// The identity of each of its non-directories.
+    pub(crate) files: Vec<Identity>,
+    /// What the rule said of its files, whether it could not be read, and whether an entry
+    /// was gone when looked at.
+    pub(crate) found: Kept,
+}
+
+impl DirScan {
+    /// Adds what the directory holds to a walk's findings.
+    pub(crate) fn add_to(&self, seen: &mut Seen, found: &mut Kept) {
+        for (id, nlink, path) in &self.linked {
+            seen.entry(*id)
+                .or_insert_with(|| (*nlink, Vec::new()))
+                .1
+                .push(path.clone());
+        }
+        found.masked.extend(self.found.masked.iter().cloned());
+        found.unmasked.extend(self.found.unmasked.iter().cloned());
+        found
+            .unreadable
+            .extend(self.found.unreadable.iter().cloned());
+        found.changed |= self.found.changed;
+    }
+}
+
+/// The entries of the directory `dir` of the walk of `root`, read through `read_at` (its own
+/// path, or its open descriptor's): its subdirectories, its multiply-linked files and what
+/// `rule` says of its files.
+pub(crate) fn scan_dir(
+    dir: &Path,
+    read_at: &Path,
+    root: &Path,
+    real: &RealRoot<'_>,
+    rule: Option<&dyn Masking>,
+) -> DirScan {
+    use std::os::unix::fs::DirEntryExt as _;
+    let mut scan = DirScan::default();
+    let Some(entries) = entries_of(read_at, dir, &mut scan.found, root) else {
+        return scan;
+    };
+    // The names once, for the rule: each file's own, and whether a key sits here.
+    let entries: Vec<(std::fs::DirEntry, Option<Name>)> = entries
+        .into_iter()
+        .map(|e| {
+            let name = rule.map(|_| Name::of(&e));
+            (e, name)
+        })
+        .collect();
+    let keys_here = entries
+        .iter()
+        .any(|(_, n)| n.as_ref().is_some_and(|n| n.key));
+    for (entry, name) in entries {
+        let Ok(kind) = entry.file_type() else {
             continue;
         };
-        // The names once, for the rule: each file's own, and whether a key sits here.
-        let entries: Vec<(std::fs::DirEntry, Option<Name>)> = entries
-            .into_iter()
-            .map(|e| {
-                let name = rule.map(|_| Name::of(&e));
-                (e, name)
-            })
-            .collect();
-        let keys_here = entries
-            .iter()
-            .any(|(_, n)| n.as_ref().is_some_and(|n| n.key));
-        for (entry, name) in entries {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                dirs.push(entry.path());
+        if kind.is_dir() {
+            scan.subdirs
+                .push((dir.join(entry.file_name()), entry.ino()));
+            continue;
+        }
+        if kind.is_symlink() {
+            continue;
+        }
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) => {
+                scan.found.changed |= e.kind() == std::io::ErrorKind::NotFound;
                 continue;
             }
-            if kind.is_symlink() {
-                continue;
+        };
+        let path = dir.join(entry.file_name());
+        scan.files.push((meta.dev(), meta.ino()));
+        if let Some(rule) = rule
+            && let Some(name) = &name
+            && meta.is_file()
+        {
+            let beside_key = keys_here && name.bare;
+            if rule.may_mask(&name.text, beside_key) {
+                let decision = rule.decide(&real.at(&path), beside_key, &mut || {
+                    crate::masking::head(&path)
+                });
+                scan.found.record(path.clone(), decision);
             }
-            let meta = match entry.metadata() {
-                Ok(meta) => meta,
-                Err(e) => {
-                    found.changed |= e.kind() == std::io::ErrorKind::NotFound;
-                    continue;
-                }
-            };
-            if let Some(rule) = rule
-                && let Some(name) = &name
-                && meta.is_file()
-            {
-                let beside_key = keys_here && name.bare;
-                if rule.may_mask(&name.text, beside_key) {
-                    let path = entry.path();
-                    let decision = rule.decide(&real.at(&path), beside_key, &mut || {
-                        crate::masking::head(&path)
-                    });
-                    found.record(path, decision);
-                }
-            }
-            note_links(seen, &meta, entry.path());
+        }
+        if meta.nlink() > 1 {
+            scan.linked
+                .push(((meta.dev(), meta.ino()), meta.nlink(), path));
         }
     }
+    scan
 }
 
 /// Records `path` under its identity when it has more than one name.

@@ -70,6 +70,8 @@ pub struct MaskRule {
     kept: Arc<Mutex<HashMap<PathBuf, Kept>>>,
     /// Where the index of read-only roots' directories is kept between processes.
     index: Option<PathBuf>,
+    /// The walks of the other roots, kept current for the rest of the session.
+    live: Option<Arc<Mutex<crate::live::Live>>>,
 }
 
 impl MaskRule {
@@ -79,7 +81,36 @@ impl MaskRule {
             rule: Some(rule),
             kept: Arc::default(),
             index: None,
+            live: None,
         }
+    }
+
+    /// Keeps the walk of every root a command can read for the requests that share this rule
+    /// (a session's), and brings it up to date from the changes inotify reports: a command
+    /// after the first reads only the directories that changed. Each watched directory costs
+    /// the kernel about 1 KiB while the rule lives; a one-shot process has nothing to gain.
+    #[must_use]
+    pub fn keep_walks(mut self) -> Self {
+        self.live = Some(Arc::default());
+        self
+    }
+
+    /// Adds the kept walk of `root` to a walk's findings; `false` when walks are not kept or
+    /// this one cannot be.
+    pub(crate) fn kept_walk(
+        &self,
+        root: &Path,
+        rule: Option<&dyn Masking>,
+        seen: &mut crate::links::Seen,
+        found: &mut Kept,
+    ) -> bool {
+        let Some(live) = &self.live else {
+            return false;
+        };
+        let Ok(mut live) = live.lock() else {
+            return false;
+        };
+        live.walk(root, rule, seen, found)
     }
 
     /// Keeps the index of read-only roots' directories at `path` (in warden's own data

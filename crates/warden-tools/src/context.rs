@@ -158,9 +158,11 @@ impl ToolContext {
             }
         }
         let secrets = std::sync::Arc::new(warden_policy::Secrets::from_settings(settings)?);
+        // A session's commands share the walk of their roots, kept current between them.
         let mut mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(crate::SecretMask(
             warden_policy::Secrets::clone(&secrets),
-        )));
+        )))
+        .keep_walks();
         if let Some(index) = settings.dirs.toolchain_index() {
             mask = mask.with_index(index);
         }

@@ -4,6 +4,7 @@
 //! secret stays readable; the user's `unmask` opens one and is traced, a project's does not.
 
 mod places;
+mod session;
 
 use std::path::Path;
 

@@ -366,12 +366,12 @@ impl Secrets {
             || self
                 .credentials
                 .iter()
-                .any(|c| path == c.as_path() || path.starts_with(c))
+                .any(|c| warden_config::within(path, c))
     }
 
     /// Whether `path` is among the home's credentials nothing shows (`unmask` included).
     pub fn always_hidden(&self, path: &Path) -> bool {
-        self.hidden.iter().any(|h| path.starts_with(h))
+        self.hidden.iter().any(|h| warden_config::within(path, h))
     }
 
     /// Whether the user unmasks anything at all.

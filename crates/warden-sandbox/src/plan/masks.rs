@@ -50,7 +50,11 @@ pub(super) fn mask(
         .collect();
     found.hide.retain(|h| !hidden_dirs.contains(h));
     hidden_dirs.extend(found.hide.iter().cloned());
-    let under_hidden = |path: &Path| hidden_dirs.iter().any(|d| path.starts_with(d) && path != d);
+    let under_hidden = |path: &Path| {
+        hidden_dirs
+            .iter()
+            .any(|d| warden_config::within(path, d) && path != d)
+    };
     for target in found.hide.into_iter().filter(|t| !under_hidden(t)) {
         mounts.push(Mount::Tmpfs {
             target,
@@ -283,6 +287,9 @@ fn too_deep(path: &Path, is: &str) -> String {
 fn seen_at(path: &Path, binds: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
     let mut targets = Vec::new();
     for (source, target) in binds {
+        if !warden_config::within(path, source) {
+            continue;
+        }
         let Ok(rest) = path.strip_prefix(source) else {
             continue;
         };
@@ -295,7 +302,7 @@ fn seen_at(path: &Path, binds: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
         // The bind that wins at `at` is the deepest whose target holds it.
         let winner = binds
             .iter()
-            .filter(|(_, t)| at.starts_with(t))
+            .filter(|(_, t)| warden_config::within(&at, t))
             .max_by_key(|(_, t)| depth(t));
         if winner.is_some_and(|(s, t)| s == source && t == target) && !targets.contains(&at) {
             targets.push(at);

@@ -10,6 +10,7 @@ use std::path::Path;
 mod beneath;
 mod cgroup;
 mod identity;
+pub(crate) mod inotify;
 mod mounts;
 pub(crate) use beneath::{
     Make, clone_tree, is_dir, move_tree_to, open_beneath, open_path, seal_at,
