@@ -14,13 +14,18 @@ use serde_json::json;
 use warden_fake_provider::{Call, FakeProvider, Reply, openai};
 
 fn script(turns: usize) -> Vec<Reply> {
+    calls(turns, "glob", &json!({"pattern": "src/*.rs"}))
+}
+
+/// `turns` turns: each but the last a call of `tool` with `arguments`, the last an answer.
+fn calls(turns: usize, tool: &'static str, arguments: &serde_json::Value) -> Vec<Reply> {
     let mut replies: Vec<Reply> = (1..turns)
         .map(|i| {
             let id = format!("g{i}");
             let call = Call {
                 id: Box::leak(id.into_boxed_str()),
-                name: "glob",
-                arguments: json!({"pattern": "src/*.rs"}).to_string(),
+                name: tool,
+                arguments: arguments.to_string(),
             };
             openai::calls("Looking.", &[call], 64).fast()
         })
@@ -59,14 +64,16 @@ fn main() {
             .stderr(Stdio::null());
         cmd
     };
-    let time = |turns: usize| {
-        let server = FakeProvider::start(script(turns));
+    let time_script = |replies: Vec<Reply>| {
+        let turns = replies.len();
+        let server = FakeProvider::start(replies);
         let started = Instant::now();
         let status = command(&server.url()).status().unwrap();
         assert!(status.success(), "warden run failed");
         assert_eq!(server.received().len(), turns);
         started.elapsed().as_secs_f64() * 1000.0
     };
+    let time = |turns: usize| time_script(script(turns));
     let rounds = 7;
     let mut one = Vec::new();
     let mut many = Vec::new();
@@ -87,6 +94,38 @@ fn main() {
         per_turn / 5.0
     );
 
+    // A sandboxed command inside a running session: 51 turns of `bash true` against 51 of
+    // `readFile`, the difference per call, beside one-shot bubblewrap with the same isolation.
+    let (mut bash, mut read, mut bwrap) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        // The model takes 20 ms a turn in both, as a model takes a while: the next command's
+        // helper is started meanwhile.
+        let slow = |replies: Vec<Reply>| -> Vec<Reply> {
+            replies
+                .into_iter()
+                .map(|r| r.delayed(Duration::from_millis(20)))
+                .collect()
+        };
+        let bash_call = json!({"command": "true"});
+        let read_call = json!({"path": "src/m0.rs"});
+        bash.push(time_script(slow(calls(51, "bash", &bash_call))));
+        read.push(time_script(slow(calls(51, "readFile", &read_call))));
+        bwrap.extend((0..5).filter_map(|_| one_shot_bwrap(&project)));
+    }
+    let per_call = (median(bash) - median(read)) / 50.0;
+    if bwrap.is_empty() {
+        println!(
+            "  bash true in a session          {per_call:8.2} ms a call (no bwrap to compare)"
+        );
+    } else {
+        let bwrap = median(bwrap);
+        println!(
+            "  bash true in a session          {per_call:8.2} ms a call beyond readFile's; \
+             one-shot bwrap {bwrap:.2} ms, ratio {:.2} (target 0.5)",
+            per_call / bwrap
+        );
+    }
+
     // Resident memory while the model thinks.
     let server = FakeProvider::start(vec![openai::text("Done.").delayed(Duration::from_secs(2))]);
     let mut child = command(&server.url()).spawn().unwrap();
@@ -104,4 +143,39 @@ fn main() {
         rss_kb / 1024.0,
         rss_kb / 1024.0 / 30.0
     );
+}
+
+/// One `bwrap` run of `true` with warden's isolation (every namespace, `/` read-only, the
+/// workspace writable, no capabilities, a clean environment), in milliseconds; `None` without
+/// bwrap.
+fn one_shot_bwrap(workspace: &std::path::Path) -> Option<f64> {
+    let started = Instant::now();
+    let status = Command::new("bwrap")
+        .args([
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--bind",
+        ])
+        .arg(workspace)
+        .arg(workspace)
+        .args([
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "true",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    status
+        .success()
+        .then(|| started.elapsed().as_secs_f64() * 1000.0)
 }

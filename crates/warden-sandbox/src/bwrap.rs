@@ -9,9 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::backend::Backend;
+use crate::capture::Readers;
 use crate::placeholder::Placeholders;
 use crate::plan::{Mount, Plan};
-use crate::spawn::{Outcome, Output, Readers, SandboxError, limits_group};
+use crate::spawn::{Outcome, Output, SandboxError, limits_group};
 use crate::{seccomp, sys};
 
 /// Runs plans with `bwrap`.

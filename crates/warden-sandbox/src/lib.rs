@@ -11,6 +11,7 @@
 
 mod backend;
 mod bwrap;
+mod capture;
 mod cgroup;
 mod from_settings;
 mod helper;
@@ -25,6 +26,7 @@ mod plan;
 mod probe;
 mod seatbelt;
 mod seccomp;
+mod spare;
 mod spawn;
 mod sys;
 mod toolchains;

@@ -10,11 +10,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::capture::{Readers, Tail, tail_reader};
 use crate::cgroup::Cgroup;
 use crate::helper::Status;
 use crate::history::Layers;
 use crate::placeholder::Placeholders;
 use crate::plan::Plan;
+use crate::spare::{Key, Slot, Started};
 use crate::sys;
 
 /// The argument that makes the `warden` binary act as the sandbox helper.
@@ -91,6 +93,8 @@ fn lossy<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     helper: PathBuf,
+    /// The spare helper of a session's sandbox (see [`Sandbox::keep_spare`]).
+    spare: Option<Arc<Slot>>,
 }
 
 impl Sandbox {
@@ -98,7 +102,22 @@ impl Sandbox {
     pub fn new(helper: impl Into<PathBuf>) -> Self {
         Self {
             helper: helper.into(),
+            spare: None,
         }
+    }
+
+    /// Starts the next command's helper as soon as a command starts, so that the next one
+    /// finds it waiting in its cgroups (see [`crate::spare`]): for a long-lived process that
+    /// runs many commands. The spare of the last clone is ended when it is dropped.
+    #[must_use]
+    pub fn keep_spare(mut self) -> Self {
+        self.spare = Some(Arc::default());
+        self
+    }
+
+    /// The process id of the spare helper waiting now, if there is one.
+    pub fn spare_pid(&self) -> Option<u32> {
+        self.spare.as_ref().and_then(|s| s.pid())
     }
 
     /// Runs `plan`'s command. Standard input is closed (`/dev/null`) when capturing. A plan
@@ -122,6 +141,7 @@ impl Sandbox {
         let readers = Readers::start(&mut launched.child, plan.limits.output_bytes);
         let status = launched.finish();
         let [stdout, stderr] = readers.join();
+        self.ready_next(plan, output);
         let mut outcome = status.map_err(|e| SandboxError::Setup(e.into_message()))?;
         outcome.truncated = stdout.1 || stderr.1;
         outcome.stdout = stdout.0;
@@ -149,6 +169,7 @@ impl Sandbox {
         if let Some(listener) = launched.listener.take() {
             serve(listener);
         }
+        self.ready_next(plan, Output::Capture);
         let limit = plan
             .limits
             .output_bytes
@@ -175,75 +196,109 @@ impl Sandbox {
         })
     }
 
-    /// Starts the helper with the plan; the caller reads the output and calls `finish`.
-    fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
-        let group = limits_group(plan)?;
-        let procs = group.join_files(true);
-        let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
-        let layers =
-            Layers::make(&plan.git_repositories, plan.run_as).map_err(SandboxError::Setup)?;
-        let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
-            serde_json::to_string(plan)
-        } else {
-            let mut sent = plan.clone();
-            sent.git_layers = layers.paths();
-            sent.into_cgroup = group.v2_dir().is_some();
-            serde_json::to_string(&sent)
+    /// Has the spare for a command like `plan`'s started, when this sandbox keeps one. After a
+    /// command has ended, not while it starts: moving a process into a cgroup holds back every
+    /// fork on the machine until an RCU grace period has passed, the starting command's too.
+    fn ready_next(&self, plan: &Plan, output: Output) {
+        if let (Some(slot), Some(key)) = (&self.spare, Key::of(plan, output)) {
+            slot.request(&self.helper, key);
         }
-        .map_err(|e| SandboxError::Setup(e.to_string()))?;
-        let (status_read, status_write) =
-            sys::pipe().map_err(|e| SandboxError::Setup(format!("status pipe: {e}")))?;
-        let (plan_read, plan_write) =
-            sys::pipe().map_err(|e| SandboxError::Setup(format!("plan pipe: {e}")))?;
+    }
+
+    /// Starts the helper with the plan (the spare when there is one for it); the caller reads
+    /// the output and calls `finish`.
+    fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
+        let key = self.spare.as_ref().and(Key::of(plan, output));
+        if let (Some(slot), Some(key)) = (&self.spare, key)
+            && let Some(spare) = slot.take(&key)
+        {
+            match hand_over(spare, plan, None, true) {
+                Err(Handover::Gone) => {}
+                Err(Handover::Failed(e)) => return Err(e),
+                Ok(launched) => return Ok(launched),
+            }
+            // It died before it was handed the plan: nothing ran; a new one runs it.
+        }
+        let group = limits_group(plan)?;
         // The helper hands the proxy's listening socket back on this pair.
         let bridge = plan
             .proxy_port
             .map(|_| std::os::unix::net::UnixStream::pair())
             .transpose()
             .map_err(|e| SandboxError::Setup(format!("bridge socket: {e}")))?;
-        let mut command = Command::new(&self.helper);
-        command.arg(HELPER_ARG).env_clear();
-        output.apply(&mut command);
-        let mut raw = vec![(status_write.as_raw_fd(), 3), (plan_read.as_raw_fd(), 4)];
-        if let Some((_, helper_end)) = &bridge {
-            raw.push((helper_end.as_raw_fd(), 5));
-        }
-        if let Some(dir) = group.v2_dir() {
-            raw.push((dir.as_raw_fd(), 6));
-        }
-        sys::before_exec(&mut command, move || {
-            for file in &procs {
-                sys::join_cgroup(file)?;
-            }
-            sys::place_fds(&raw)
-        });
-        let started = Instant::now();
-        let child = command.spawn().map_err(|source| SandboxError::Helper {
-            helper: self.helper.clone(),
-            source,
-        })?;
-        drop(status_write);
-        drop(plan_read);
-        running_add(child.id());
-        // The helper reads the plan first thing; if it died instead, the status says so.
-        let _ = std::fs::File::from(plan_write).write_all(json.as_bytes());
-        let listener = match bridge {
-            Some((ours, theirs)) => {
-                drop(theirs);
-                receive_listener(&ours)
-            }
-            None => None,
-        };
-        Ok(Launched {
-            child,
-            status: std::fs::File::from(status_read),
-            started,
+        let started = Started::spawn(
+            &self.helper,
             group,
-            placeholders,
-            layers,
-            listener,
+            output,
+            bridge.as_ref().map(|(_, theirs)| theirs),
+        )?;
+        let ours = bridge.map(|(ours, _theirs)| ours);
+        hand_over(started, plan, ours, false).map_err(|e| match e {
+            Handover::Gone => Unfinished::NoStatus.into_setup(),
+            Handover::Failed(e) => e,
         })
     }
+}
+
+/// Makes what `plan` needs beside the helper, and hands the `started` helper the plan; a
+/// `spare` that cannot take it is [`Handover::Gone`] (a new helper's status says why).
+fn hand_over(
+    started: Started,
+    plan: &Plan,
+    bridge: Option<std::os::unix::net::UnixStream>,
+    spare: bool,
+) -> Result<Launched, Handover> {
+    let Started {
+        child,
+        status,
+        plan: plan_pipe,
+        group,
+    } = started;
+    let placeholders = Placeholders::make(&plan.placeholders)
+        .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
+    let layers = Layers::make(&plan.git_repositories, plan.run_as)
+        .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
+    let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
+        serde_json::to_string(plan)
+    } else {
+        let mut sent = plan.clone();
+        sent.git_layers = layers.paths();
+        sent.into_cgroup = group.v2_dir().is_some();
+        serde_json::to_string(&sent)
+    }
+    .map_err(|e| Handover::Failed(SandboxError::Setup(e.to_string())))?;
+    let started = Instant::now();
+    // The helper reads the plan first thing; if it died instead, the status says so.
+    let written = (&plan_pipe).write_all(json.as_bytes());
+    drop(plan_pipe);
+    let mut launched = Launched {
+        child,
+        status,
+        started,
+        group,
+        placeholders,
+        layers,
+        listener: None,
+    };
+    if written.is_err() && spare {
+        // Gone before its plan: it is reaped and its groups removed with `launched`.
+        let _ = launched.child.kill();
+        let _ = launched.child.wait();
+        running_remove(launched.child.id());
+        return Err(Handover::Gone);
+    }
+    if let Some(ours) = bridge {
+        launched.listener = receive_listener(&ours);
+    }
+    Ok(launched)
+}
+
+/// Why a helper was not handed its plan.
+enum Handover {
+    /// It had ended already: nothing ran.
+    Gone,
+    /// What the plan needs could not be made.
+    Failed(SandboxError),
 }
 
 /// The listening socket the helper sends once its network namespace is up; `None` when it
@@ -353,6 +408,10 @@ enum Unfinished {
 }
 
 impl Unfinished {
+    fn into_setup(self) -> SandboxError {
+        SandboxError::Setup(self.into_message())
+    }
+
     fn into_message(self) -> String {
         match self {
             Self::NoStatus => "the sandbox helper ended without a status".to_owned(),
@@ -471,107 +530,6 @@ impl Drop for Running {
             let _ = self.stop();
         }
     }
-}
-
-/// The last `limit` bytes of a stream, and how many came before them.
-#[derive(Debug)]
-struct Tail {
-    limit: usize,
-    inner: Mutex<(std::collections::VecDeque<u8>, u64)>,
-}
-
-impl Tail {
-    fn new(limit: usize) -> Self {
-        Self {
-            limit,
-            inner: Mutex::new((std::collections::VecDeque::new(), 0)),
-        }
-    }
-
-    fn push(&self, bytes: &[u8]) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (kept, dropped) = &mut *inner;
-        kept.extend(bytes);
-        let over = kept.len().saturating_sub(self.limit);
-        kept.drain(..over);
-        *dropped += over as u64;
-    }
-
-    /// What came after `cursor`, moving it to the end; true if some of it was dropped already.
-    fn since(&self, cursor: &mut u64) -> (Vec<u8>, bool) {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (kept, dropped) = &*inner;
-        let lost = *cursor < *dropped;
-        let from = usize::try_from(cursor.saturating_sub(*dropped)).unwrap_or(usize::MAX);
-        let new: Vec<u8> = kept.iter().skip(from).copied().collect();
-        *cursor = dropped + kept.len() as u64;
-        (new, lost)
-    }
-
-    fn dropped(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).1
-    }
-}
-
-fn tail_reader(
-    mut stream: impl Read + Send + 'static,
-    tail: &Arc<Tail>,
-) -> std::thread::JoinHandle<()> {
-    let tail = Arc::clone(tail);
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Ok(n) = stream.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            tail.push(&buf[..n]);
-        }
-    })
-}
-
-/// The threads reading a child's captured stdout and stderr.
-pub(crate) struct Readers([Option<Reading>; 2]);
-
-/// A thread reading one stream: the bytes kept, and whether more came than were kept.
-type Reading = std::thread::JoinHandle<(Vec<u8>, bool)>;
-
-impl Readers {
-    /// Starts reading whichever of `child`'s stdout and stderr are piped, keeping at most
-    /// `output_bytes` of each.
-    pub(crate) fn start(child: &mut std::process::Child, output_bytes: Option<u64>) -> Self {
-        let limit = output_bytes.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
-        Self([
-            child.stdout.take().map(|s| reader(s, limit)),
-            child.stderr.take().map(|s| reader(s, limit)),
-        ])
-    }
-
-    /// What each stream gave, and whether it was cut at the limit; empty for a stream not piped.
-    pub(crate) fn join(self) -> [(Vec<u8>, bool); 2] {
-        self.0
-            .map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default())
-    }
-}
-
-/// Reads a stream to its end on a thread, keeping at most `limit` bytes: memory stays bounded
-/// under a flood, and the writer never blocks on a full pipe.
-fn reader(mut stream: impl Read + Send + 'static, limit: usize) -> Reading {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut truncated = false;
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = limit.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                    truncated |= n > room;
-                }
-            }
-        }
-        (kept, truncated)
-    })
 }
 
 /// The cgroups `plan`'s limits need (see [`crate::cgroup`]).

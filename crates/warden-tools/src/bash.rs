@@ -73,7 +73,7 @@ impl Tool for Bash {
         if args.stop.is_some() {
             return invalid("`stop` goes with `jobId`");
         }
-        let Some(helper) = &ctx.sandbox_helper else {
+        let Some(sandbox) = ctx.sandbox() else {
             return Err(ToolError::new(
                 ToolErrorKind::SandboxUnavailable,
                 "no sandbox is configured for shell commands; nothing ran",
@@ -93,10 +93,10 @@ impl Tool for Bash {
             let mut plan = plan;
             // It runs until it is stopped or the session ends, under every other limit.
             plan.limits.timeout_ms = None;
-            return background(ctx, &command, Sandbox::new(helper), plan);
+            return background(ctx, &command, sandbox, plan);
         }
         let before = ctx.egress.as_ref().map(|e| e.proxy.counts());
-        let outcome = Sandbox::new(helper)
+        let outcome = sandbox
             .run_serving(&plan, Output::Capture, &mut |listener| {
                 if let Some(egress) = &ctx.egress {
                     let _ = egress.proxy.serve(listener);

@@ -91,6 +91,9 @@ pub struct ToolContext {
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
     /// to run anything.
     pub sandbox_helper: Option<PathBuf>,
+    /// The sandbox shell commands run in, with the helper above; a session's keeps the next
+    /// command's helper ready.
+    pub(crate) sandbox: Option<warden_sandbox::Sandbox>,
     /// Background commands of this session; stopped when the context is dropped.
     pub jobs: Jobs,
     /// The next shell command runs with the network on: an escalation a person approved for
@@ -177,6 +180,7 @@ impl ToolContext {
             changes: ChangeLog::default(),
             settings: settings.clone(),
             sandbox_helper: None,
+            sandbox: None,
             jobs: Jobs::default(),
             network_once: std::sync::atomic::AtomicBool::new(false),
             skill_dirs: std::sync::RwLock::default(),
@@ -222,8 +226,27 @@ impl ToolContext {
     /// Runs shell commands with `helper` (the `warden` binary) as the sandbox helper.
     #[must_use]
     pub fn with_sandbox_helper(mut self, helper: impl Into<PathBuf>) -> Self {
-        self.sandbox_helper = Some(helper.into());
+        let helper = helper.into();
+        self.sandbox = Some(warden_sandbox::Sandbox::new(helper.clone()));
+        self.sandbox_helper = Some(helper);
         self
+    }
+
+    /// Starts each shell command's helper ahead, while the model thinks, so that a command
+    /// finds it waiting (see [`warden_sandbox::Sandbox::keep_spare`]): for a session.
+    #[must_use]
+    pub fn with_spare_helper(mut self) -> Self {
+        self.sandbox = self.sandbox.take().map(warden_sandbox::Sandbox::keep_spare);
+        self
+    }
+
+    /// The sandbox shell commands run in.
+    pub(crate) fn sandbox(&self) -> Option<warden_sandbox::Sandbox> {
+        self.sandbox.clone().or_else(|| {
+            self.sandbox_helper
+                .as_ref()
+                .map(|h| warden_sandbox::Sandbox::new(h.clone()))
+        })
     }
 }
 

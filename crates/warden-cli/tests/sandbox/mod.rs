@@ -2,6 +2,7 @@
 //! without the sandbox, then that it fails inside.
 
 mod escapes;
+mod spare;
 
 use std::process::Command;
 

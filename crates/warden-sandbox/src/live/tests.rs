@@ -77,7 +77,10 @@ fn kept(live: &mut Live, root: &Path) -> Findings {
 type Change = Box<dyn Fn(&Path, &Path)>;
 
 /// Every kind of change, in an order where each applies to what the ones before left.
-#[allow(clippy::too_many_lines, reason = "a list: one entry per kind of change")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a list: one entry per kind of change"
+)]
 fn changes() -> Vec<(&'static str, Change)> {
     vec![
         (
