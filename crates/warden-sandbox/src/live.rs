@@ -12,7 +12,8 @@
 //! file system whose changes another machine may make unseen (NFS, 9p, FUSE), a root with more
 //! than [`MAX_WATCHES`] directories or when the kernel's watch limit is reached, the same
 //! directory reached twice (a bind mount inside the root). When the event queue overflows the
-//! root is walked again whole.
+//! root is walked again whole, and when the mount table changes (a file system mounted over a
+//! directory of a root changes what is there without an event in it), every root is.
 //!
 //! One change is not reported to a directory's watch: a new name made *outside* the roots for
 //! a file inside them (`ln ws/notes.txt ~/notes`), which changes only the file's link count.
@@ -62,6 +63,9 @@ fn local(path: &Path) -> bool {
 pub(crate) struct Live {
     /// By root: its walk, or `None` when it cannot be kept.
     roots: HashMap<PathBuf, Option<LiveRoot>>,
+    /// This process's mount table, open since the walks were made: a file system mounted or
+    /// unmounted in a root changes what is there without an event in its directory.
+    mounts: Option<std::fs::File>,
 }
 
 impl Live {
@@ -74,6 +78,15 @@ impl Live {
         seen: &mut Seen,
         found: &mut Kept,
     ) -> bool {
+        let changed = self.mounts.as_ref().is_none_or(inotify::mounts_changed);
+        if changed {
+            // Every walk is made again, from a table opened before them.
+            self.roots.clear();
+            match std::fs::File::open("/proc/self/mountinfo") {
+                Ok(table) => self.mounts = Some(table),
+                Err(_) => return false,
+            }
+        }
         if !self.roots.contains_key(root) {
             if self.roots.len() >= MAX_ROOTS {
                 return false;

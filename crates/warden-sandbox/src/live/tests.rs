@@ -259,3 +259,34 @@ fn a_root_on_a_file_system_that_cannot_be_watched_is_left_to_the_plain_walk() {
         "a root of one file"
     );
 }
+
+#[test]
+fn a_file_system_mounted_in_the_root_is_walked() {
+    let base = tempfile::tempdir().unwrap();
+    let ws = base.path().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    let mut live = Live::default();
+    assert_eq!(kept(&mut live, &ws), fresh(&ws));
+    // A tmpfs mounted over `sub` (as root) holds a secret; nothing in `sub` itself changed.
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(ws.join("sub"))
+        .output()
+        .unwrap();
+    if !mounted.status.success() {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "cannot mount a tmpfs: {}",
+            String::from_utf8_lossy(&mounted.stderr)
+        );
+        return;
+    }
+    std::fs::write(ws.join("sub/.env"), "K=1").unwrap();
+    let found = kept(&mut live, &ws);
+    let fresh_found = fresh(&ws);
+    let _ = std::process::Command::new("umount")
+        .arg(ws.join("sub"))
+        .status();
+    assert_eq!(fresh_found.masked, vec![ws.join("sub/.env")], "the probe");
+    assert_eq!(found, fresh_found);
+}

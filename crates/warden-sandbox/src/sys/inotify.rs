@@ -93,3 +93,16 @@ pub(crate) fn drain(inotify: &OwnedFd) -> io::Result<Vec<Event>> {
         }
     }
 }
+
+/// Whether the mount table `mountinfo` (an open `/proc/self/mountinfo`) changed since it was
+/// opened: the kernel flags it as an exceptional condition.
+pub(crate) fn mounts_changed(mountinfo: &std::fs::File) -> bool {
+    let mut poll = libc::pollfd {
+        fd: mountinfo.as_raw_fd(),
+        events: libc::POLLPRI,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, its length passed with it, no waiting.
+    let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+    ready != 0 && poll.revents & (libc::POLLPRI | libc::POLLERR) != 0
+}
