@@ -317,7 +317,7 @@ impl<'a> RealRoot<'a> {
     }
 
     /// `path` (below the root) at the root's real place.
-    fn at(&self, path: &Path) -> PathBuf {
+    pub(crate) fn at(&self, path: &Path) -> PathBuf {
         match (&self.real, path.strip_prefix(self.root)) {
             (Some(real), Ok(rest)) if !rest.as_os_str().is_empty() => real.join(rest),
             (Some(real), Ok(_)) => real.clone(),
@@ -517,8 +517,11 @@ pub(crate) fn scan_dir(
         {
             let beside_key = keys_here && name.bare;
             if rule.may_mask(&name.text, beside_key) {
+                // Read where the entries were listed (the descriptor's directory, whatever
+                // has been renamed to `dir` since).
+                let listed = read_at.join(entry.file_name());
                 let decision = rule.decide(&real.at(&path), beside_key, &mut || {
-                    crate::masking::head(&path)
+                    crate::masking::head(&listed)
                 });
                 scan.found.record(path.clone(), decision);
             }

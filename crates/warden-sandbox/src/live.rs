@@ -5,10 +5,11 @@
 //! directory by directory, is kept in memory, so a command on an unchanged 50,000-file tree
 //! pays one `read` of the event queue and the copy of what the plan needs.
 //!
-//! Each directory is opened once, without following a link; the watch is added and its entries
-//! read through that descriptor, so the watch is on the very directory that was read. A
-//! directory's entries carry their inodes: one renamed over another of the same name is read
-//! anew. What the walk cannot keep it leaves to the plain walk of every command: a root on a
+//! Each directory is opened once, without following a link, and checked to be the directory
+//! its parent's entry named, at its path (else the root is left to the plain walk); the watch
+//! is added and its entries and files' heads read through that descriptor, so the watch is on
+//! the very directory that was read. A directory's entries carry their inodes: one renamed
+//! over another of the same name is read anew. What the walk cannot keep it leaves to the plain walk of every command: a root on a
 //! file system whose changes another machine may make unseen (NFS, 9p, FUSE), a root with more
 //! than [`MAX_WATCHES`] directories or when the kernel's watch limit is reached, the same
 //! directory reached twice (a bind mount inside the root). When the event queue overflows the
@@ -379,6 +380,15 @@ impl LiveRoot {
         };
         let at = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let meta = file.metadata().map_err(|_| Unkept)?;
+        // The directory opened must be the one the parent's entry named, at `dir` now: not one
+        // exchanged for it in between (`renameat2` with `RENAME_EXCHANGE`), nor one reached
+        // through an ancestor swapped for a link. A mount point's entry names the directory
+        // under it; its own path still has to match.
+        let at_dir = std::fs::read_link(&at).is_ok_and(|p| p == real.at(dir));
+        let named = meta.ino() == entry_ino || meta.dev() != self.dev;
+        if !at_dir || !named {
+            return Err(Unkept);
+        }
         if meta.dev() != self.dev && !local(&at) {
             return Err(Unkept);
         }

@@ -106,7 +106,7 @@ impl Sandbox {
         }
     }
 
-    /// Starts the next command's helper as soon as a command starts, so that the next one
+    /// Starts the next command's helper as soon as a command has ended, so that the next one
     /// finds it waiting in its cgroups (see [`crate::spare`]): for a long-lived process that
     /// runs many commands. The spare of the last clone is ended when it is dropped.
     #[must_use]
@@ -208,8 +208,8 @@ impl Sandbox {
     /// Starts the helper with the plan (the spare when there is one for it); the caller reads
     /// the output and calls `finish`.
     fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
-        let key = self.spare.as_ref().and(Key::of(plan, output));
-        if let (Some(slot), Some(key)) = (&self.spare, key)
+        if let Some(slot) = &self.spare
+            && let Some(key) = Key::of(plan, output)
             && let Some(spare) = slot.take(&key)
         {
             match hand_over(spare, plan, None, true) {

@@ -161,11 +161,9 @@ impl ToolContext {
             }
         }
         let secrets = std::sync::Arc::new(warden_policy::Secrets::from_settings(settings)?);
-        // A session's commands share the walk of their roots, kept current between them.
         let mut mask = warden_sandbox::MaskRule::new(std::sync::Arc::new(crate::SecretMask(
             warden_policy::Secrets::clone(&secrets),
-        )))
-        .keep_walks();
+        )));
         if let Some(index) = settings.dirs.toolchain_index() {
             mask = mask.with_index(index);
         }
@@ -232,10 +230,12 @@ impl ToolContext {
         self
     }
 
-    /// Starts each shell command's helper ahead, while the model thinks, so that a command
-    /// finds it waiting (see [`warden_sandbox::Sandbox::keep_spare`]): for a session.
+    /// For a session's many commands: the walk of their roots is kept and brought up to date
+    /// between them ([`warden_sandbox::MaskRule::keep_walks`]), and each shell command's helper
+    /// is started ahead, while the model thinks ([`warden_sandbox::Sandbox::keep_spare`]).
     #[must_use]
-    pub fn with_spare_helper(mut self) -> Self {
+    pub fn for_session(mut self) -> Self {
+        self.mask = std::mem::take(&mut self.mask).keep_walks();
         self.sandbox = self.sandbox.take().map(warden_sandbox::Sandbox::keep_spare);
         self
     }

@@ -362,8 +362,9 @@ fn tools(
 ) -> Result<(ToolContext, Engine), CliError> {
     let mut ctx = ToolContext::from_settings(settings).map_err(CliError::usage)?;
     if let Ok(helper) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(helper).with_spare_helper();
+        ctx = ctx.with_sandbox_helper(helper);
     }
+    ctx = ctx.for_session();
     let mut engine = Engine::from_settings(settings).map_err(CliError::usage)?;
     for rule in &state.session_rules {
         engine.allow_for_session(rule).map_err(CliError::failure)?;

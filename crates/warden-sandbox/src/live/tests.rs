@@ -290,3 +290,46 @@ fn a_file_system_mounted_in_the_root_is_walked() {
     assert_eq!(fresh_found.masked, vec![ws.join("sub/.env")], "the probe");
     assert_eq!(found, fresh_found);
 }
+
+#[test]
+fn a_directory_exchanged_for_another_between_its_listing_and_its_opening_is_not_kept() {
+    let base = tempfile::tempdir().unwrap();
+    let ws = base.path().join("ws");
+    std::fs::create_dir_all(ws.join("d")).unwrap();
+    std::fs::create_dir_all(ws.join("u")).unwrap();
+    std::fs::write(ws.join("u/.env"), "K=1").unwrap();
+    let mut live = LiveRoot::new(&ws, Some(&Secrets)).unwrap();
+    let real = RealRoot::of(&ws);
+    // The probe: what the listing named at `d` reads as kept.
+    let listed = live.dirs[ws.join("d").as_path()].entry_ino;
+    assert!(
+        live.read(&ws.join("d"), listed, &real, Some(&Secrets))
+            .is_ok()
+    );
+    // `d` and `u` exchanged after the listing: the directory opened at `d` is not the one it
+    // named, and the root is left to the plain walk.
+    std::fs::rename(ws.join("d"), ws.join("t")).unwrap();
+    std::fs::rename(ws.join("u"), ws.join("d")).unwrap();
+    std::fs::rename(ws.join("t"), ws.join("u")).unwrap();
+    assert!(
+        live.read(&ws.join("d"), listed, &real, Some(&Secrets))
+            .is_err()
+    );
+}
+
+#[test]
+fn a_files_head_is_read_where_its_directory_was_listed() {
+    let base = tempfile::tempdir().unwrap();
+    let (listed, named) = (base.path().join("listed"), base.path().join("named"));
+    std::fs::create_dir_all(&listed).unwrap();
+    std::fs::create_dir_all(&named).unwrap();
+    std::fs::write(listed.join("notes"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::write(named.join("notes"), "harmless\n").unwrap();
+    let real = RealRoot::of(base.path());
+    // Listed through `listed`, named `named`: the key in the listed directory is what counts.
+    let scan = scan_dir(&named, &listed, base.path(), &real, Some(&Secrets));
+    assert_eq!(scan.found.masked, vec![named.join("notes")]);
+    // The probe: listed and named the same, the harmless file is readable.
+    let scan = scan_dir(&named, &named, base.path(), &real, Some(&Secrets));
+    assert!(scan.found.masked.is_empty());
+}
