@@ -278,6 +278,13 @@ fn refuse_unsupported(plan: &Plan) -> Result<(), SandboxError> {
                 .to_owned(),
         ));
     }
+    if !plan.overlays.is_empty() {
+        return Err(SandboxError::Setup(
+            "an overlay workspace needs the native backend (bwrap would bind its lower layer \
+             where the plan keeps a file read-only); nothing ran"
+                .to_owned(),
+        ));
+    }
     if !plan.sized.is_empty() || !plan.collect.is_empty() {
         return Err(SandboxError::Setup(
             "sized scratch space needs the native backend; nothing ran".to_owned(),

@@ -155,6 +155,7 @@ pub fn request_from_settings(
         landlock_denied: Vec::new(),
         root_identity: root_identity(settings),
         owned_mounts: Vec::new(),
+        overlays: Vec::new(),
         limits: Limits {
             timeout_ms: Some(limits.timeout_seconds.saturating_mul(1000)),
             memory_mb: Some(limits.memory_mb),

@@ -243,7 +243,8 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
             } if (*writable
                 || plan.shown_as_owner.contains(target)
                 || within_root(plan, source, target))
-                && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir)) =>
+                && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir))
+                && !plan.below_overlay(target) =>
             {
                 Some(
                     tree_of(plan, source, target, &shown)
@@ -453,6 +454,9 @@ fn layers(plan: &Plan) -> Vec<String> {
     }
     if !plan.git_overlays.is_empty() {
         layers.push("git-history".to_owned());
+    }
+    if !plan.overlays.is_empty() {
+        layers.push("overlay-workspace".to_owned());
     }
     if let Some(abi) = crate::landlock::kernel_abi() {
         layers.push(format!("landlock-abi-{abi}"));

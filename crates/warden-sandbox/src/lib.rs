@@ -42,7 +42,10 @@ pub use helper::{Collected, LAYERS, Usage, main as helper_main};
 pub use history::git;
 pub use masking::{MaskDecision, MaskRule, Masking};
 pub use plan::INSIDE_ID;
-pub use plan::{Fallback, Limits, Mount, Plan, Profile, Refused, Request, RootIdentity};
+pub use plan::{
+    Fallback, Limits, Mount, Overlay, Plan, Profile, Refused, Request, RootIdentity,
+    overlay_can_hold, overlay_opaque,
+};
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{

@@ -234,6 +234,12 @@ impl LiveRoot {
                 }
             }
         }
+        // Still changing after every round (a writer busy in the root): what the command gets
+        // is a walk of the root as it is now, as when nothing is kept.
+        if !inotify::pending(&self.inotify) {
+            return Ok(());
+        }
+        *self = LiveRoot::new(&self.root, rule).ok_or(Unkept)?;
         Ok(())
     }
 

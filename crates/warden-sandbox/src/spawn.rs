@@ -258,6 +258,15 @@ fn hand_over(
         .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
     let layers = Layers::make(&plan.git_repositories, plan.run_as)
         .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
+    // An overlay's root is its upper layer's: the command's when it runs as another id.
+    for overlay in plan.overlays.iter().filter(|_| plan.run_as.is_some()) {
+        std::os::unix::fs::chown(&overlay.upper, plan.run_as, plan.run_as).map_err(|e| {
+            Handover::Failed(SandboxError::Setup(format!(
+                "{}: {e}",
+                overlay.upper.display()
+            )))
+        })?;
+    }
     let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
         serde_json::to_string(plan)
     } else {

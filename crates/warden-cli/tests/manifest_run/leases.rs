@@ -28,7 +28,8 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
         .spawn()
         .unwrap();
     let dir = only_run(&p);
-    assert!(wait_for(&dir.join("workspace/slug.py"), 20));
+    // The workspace is an overlay on the commit's shared checkout: its upper layer is the run's.
+    assert!(wait_for(&dir.join("workspace/upper"), 20));
     // Not reaped while its lease is renewed (each second), past the lease's length.
     std::thread::sleep(std::time::Duration::from_millis(3500));
     let early = p.run(&["manifest", "reap", "--json"]);
@@ -86,8 +87,8 @@ fn a_run_whose_cleanup_fails_is_quarantined_then_reaped() {
         .spawn()
         .unwrap();
     let dir = only_run(&p);
-    let busy = dir.join("workspace/docs");
-    assert!(wait_for(&busy.join("keep.md"), 20));
+    let busy = dir.join("workspace/upper");
+    assert!(wait_for(&busy, 20));
     // A mount inside the workspace: its removal fails with EBUSY.
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "tmpfs", busy.to_str().unwrap()])

@@ -7,6 +7,7 @@
 mod leases;
 mod network;
 mod session;
+mod shared;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -133,7 +134,9 @@ fn a_test_and_patch_run_gives_a_patch_a_report_a_true_receipt_and_no_workspace()
     assert!(!text.contains("sk-live-0123456789"), "redacted: {text}");
     assert_eq!(report["redactions"], 1);
     let patch = artifact(&receipt, "patch");
-    let patch_file = patch["stored"].as_str().unwrap();
+    let patch_file = patch["stored"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{patch}"));
     assert_eq!(patch["sha256"].as_str().unwrap(), sha256_file(patch_file));
     let diff = std::fs::read_to_string(patch_file).unwrap();
     assert!(
@@ -436,7 +439,12 @@ fn only_run(p: &Project) -> PathBuf {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         if let Ok(entries) = std::fs::read_dir(runs_dir(p)) {
-            let dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            // The shared checkouts are beside the runs, in `.checkouts`.
+            let dirs: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect();
             if let [one] = dirs.as_slice() {
                 return one.clone();
             }

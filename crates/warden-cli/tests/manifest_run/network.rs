@@ -236,7 +236,7 @@ fn runs_may_live_on_a_tmpfs_named_in_the_users_settings() {
     assert!(
         patch["stored"]
             .as_str()
-            .unwrap()
+            .unwrap_or_else(|| panic!("{patch}"))
             .starts_with(shm.path().to_str().unwrap())
     );
     assert!(!runs_dir(&p).exists(), "nothing beside the trace");

@@ -242,8 +242,10 @@ pub struct RawManifest {
     /// How long a run's lease lasts without renewal before `warden manifest reap` may cancel
     /// it, in seconds. Default 30.
     pub lease_seconds: Option<u64>,
-    /// Where runs' directories (their worktrees, scratch, artifacts and receipts) are made.
-    /// A tmpfs such as `/dev/shm/warden-runs` makes checkouts of large repositories fast.
+    /// Where runs' directories (their workspaces' layers or worktrees, scratch, artifacts and
+    /// receipts) and the commits' shared checkouts (`.checkouts/`) are made. A tmpfs such as
+    /// `/dev/shm/warden-runs` makes the first run of a commit of a large repository fast (later
+    /// runs of the commit take its checkout).
     /// `~/` is the home directory. Only the user's settings and the managed file may set this.
     /// Default `runs` beside the trace database.
     pub runs_dir: Option<String>,

@@ -206,24 +206,41 @@ pub(crate) fn artifacts(
     }
 }
 
+/// How the workspace's patch is made: by the host's git in its worktree, or inside the run's
+/// sandbox over its overlay.
+pub(crate) enum PatchFrom<'a> {
+    Worktree(&'a Repo),
+    /// The run's sandbox, the sandbox's helper, and the workspace's target inside.
+    Overlay(&'a warden_sandbox::Request, &'a Path, &'a Path),
+}
+
 /// The workspace's patch against the pinned commit, as `artifacts/patch.diff`.
 pub(crate) fn patch(
-    repo: Option<&Repo>,
+    from: PatchFrom<'_>,
     resolved: &[Resolved],
     parsed: &Parsed,
     dir: &RunDir,
     secrets: &[String],
     receipt: &mut Receipt,
 ) {
-    let (Some(repo), Some(workspace), Some(commit)) = (
-        repo,
+    let (Some(workspace), Some(commit)) = (
         resolved.iter().find(|r| r.alias == Alias::Workspace),
         receipt.input.commit.clone(),
     ) else {
         return;
     };
-    let Some(git_dir) = &workspace.git_dir else {
-        return;
+    let made = match (from, &workspace.git_dir, &workspace.shared) {
+        (PatchFrom::Worktree(repo), Some(git_dir), None) => {
+            repo.patch(&workspace.path, git_dir, &commit)
+        }
+        (PatchFrom::Overlay(base, helper, target), None, Some(_)) => {
+            let upper = workspace.path.join("upper");
+            if !upper.is_dir() {
+                return;
+            }
+            super::layered::patch(base, helper, target, &upper, &commit)
+        }
+        _ => return,
     };
     let patterns: Vec<Regex> = parsed
         .manifest
@@ -236,7 +253,7 @@ pub(crate) fn patch(
         path: "patch".to_owned(),
         ..Artifact::default()
     };
-    match repo.patch(&workspace.path, git_dir, &commit) {
+    match made {
         Ok(bytes) => {
             let (clean, redactions) = redact(&bytes, &patterns, secrets);
             match store(dir, "patch.diff", &clean) {

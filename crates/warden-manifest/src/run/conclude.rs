@@ -107,8 +107,16 @@ impl Prepared {
         let Some(setup) = self.setup.as_ref().filter(|_| !receipt.commands.is_empty()) else {
             return;
         };
+        let workspace = setup.bind(Alias::Workspace).filter(|b| b.layer.is_some());
+        let from = match (&self.base, workspace, &setup.repo) {
+            (Some(base), Some(bind), _) => {
+                collect::PatchFrom::Overlay(base, &self.helper, &bind.target)
+            }
+            (_, None, Some(repo)) => collect::PatchFrom::Worktree(repo),
+            _ => return,
+        };
         collect::patch(
-            setup.repo.as_ref(),
+            from,
             &setup.resolved,
             &self.parsed,
             &self.dir,
@@ -137,7 +145,10 @@ impl Prepared {
         let destroyed = layout::destroy(
             repo.as_ref(),
             &to_destroy,
-            &[("collected", self.dir.collected())],
+            &[
+                ("collected", self.dir.collected()),
+                ("git directory", self.dir.root.join("gitdir")),
+            ],
         );
         let receipt = &mut self.receipt;
         receipt.cleanup.workspace_destroyed = destroyed.destroyed && !keep_workspace;

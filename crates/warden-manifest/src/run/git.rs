@@ -97,6 +97,24 @@ impl Repo {
         Ok(PathBuf::from(git_dir.trim()))
     }
 
+    /// Checks `commit` out into the empty directory `tree`, with git's index of it at `index`
+    /// (no worktree is registered: the repository is not changed).
+    pub(crate) fn check_out(&self, commit: &str, tree: &Path, index: &Path) -> Result<(), String> {
+        let with_index = |args: &[&str]| {
+            let mut cmd = self.git(&self.top);
+            cmd.env("GIT_INDEX_FILE", index)
+                .arg(format!("--work-tree={}", tree.display()))
+                .args(args);
+            cmd
+        };
+        output(with_index(&["read-tree", commit]), "read-tree")?;
+        output(
+            with_index(&["checkout-index", "--all", "--force", "--index"]),
+            "checkout-index",
+        )?;
+        Ok(())
+    }
+
     /// The repository's configuration as a command inside the sandbox may see it: the format
     /// and its extensions, nothing else (no remotes' credentials, no programs).
     pub(crate) fn sanitised_config(&self) -> String {

@@ -1,5 +1,6 @@
-//! A run's directory and what its aliases resolve to: `repo` and `workspace` are worktrees of
-//! the pinned commit, `run-scratch` a fresh directory (a tmpfs of `disk_mb` for the sandbox's
+//! A run's directory and what its aliases resolve to: `repo` and `workspace` show the pinned
+//! commit's shared checkout (the workspace through an overlay, its upper layer the run's own) or
+//! are worktrees of it, `run-scratch` a fresh directory (a tmpfs of `disk_mb` for the sandbox's
 //! life), `cache` the run's own caches. Checks a checkout for links that lead out of it, and
 //! destroys it all at the end, verifying it is gone.
 
@@ -19,6 +20,10 @@ pub struct Resolved {
     /// A worktree's private git directory, to remove with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub git_dir: Option<PathBuf>,
+    /// The commit's shared checkout the alias shows (read-only, or as the lower layer of an
+    /// overlay whose upper layer is in `path`): never removed with the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<PathBuf>,
 }
 
 /// The paths of one run, under its own directory.
@@ -147,15 +152,15 @@ pub(crate) fn destroy(
         }
     }
     for r in resolved {
-        match (repo, &r.git_dir) {
-            (Some(repo), Some(git_dir)) => {
-                errors.extend(repo.remove_worktree(&r.path, Some(git_dir)));
-            }
-            _ => {
-                if let Err(e) = remove_tree(&r.path) {
-                    errors.push(e);
-                }
-            }
+        if let (Some(repo), Some(git_dir)) = (repo, &r.git_dir) {
+            errors.extend(repo.remove_worktree(&r.path, Some(git_dir)));
+            continue;
+        }
+        if r.shared.is_some() {
+            let _ = super::layered::removable(&r.path);
+        }
+        if let Err(e) = remove_tree(&r.path) {
+            errors.push(e);
         }
     }
     for r in resolved {

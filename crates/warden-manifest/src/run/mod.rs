@@ -1,5 +1,5 @@
 //! The runner (SPEC M4–M9): a manifest's run from start to receipt. It resolves every alias
-//! (worktrees of the pinned commit, a scratch tmpfs of `disk_mb`, the run's caches), refuses a
+//! (the pinned commit's shared checkout with the run's overlay on it, or worktrees of it, a scratch tmpfs of `disk_mb`, the run's caches), refuses a
 //! checkout with links leading out, neutralises repository settings that would run programs,
 //! builds the sandbox from the manifest alone (mounts, forbidden paths, limits, an environment
 //! of the names allowed, the egress proxy with the allowlist, the budget and the capabilities),
@@ -8,9 +8,11 @@
 //! checks it is gone — quarantining the run if it is not — and writes the receipt.
 
 mod capability;
+mod checkout;
 mod collect;
 mod conclude;
 mod git;
+mod layered;
 mod layout;
 mod lease;
 mod lockfiles;
@@ -150,6 +152,8 @@ struct Setup {
     mounts: Vec<Bind>,
     /// The scratch directories made tmpfs for the sandbox's life, with their size.
     sized: Vec<(PathBuf, u64)>,
+    /// The commit's shared checkout, held while the run shows it.
+    checkout: Option<checkout::Checkout>,
 }
 
 /// One mount of the run's sandbox, as set up.
@@ -161,6 +165,8 @@ struct Bind {
     target: PathBuf,
     writable: bool,
     source: Source,
+    /// A writable view of a shared checkout: the run's layer directory of its overlay.
+    layer: Option<PathBuf>,
 }
 
 /// Where a mount comes from.
@@ -212,6 +218,8 @@ pub fn run(parsed: &Parsed, options: &Options) -> Result<Finished, RunError> {
 /// cleans up and writes the receipt.
 pub struct Prepared {
     parsed: Parsed,
+    /// The sandbox's helper (the `warden` binary).
+    helper: PathBuf,
     report_only: bool,
     dir: RunDir,
     lease: Arc<Mutex<lease::Lease>>,
@@ -292,6 +300,7 @@ pub fn prepare(parsed: &Parsed, options: &Options) -> Result<Prepared, RunError>
     let failed = setup.as_ref().err().cloned();
     let mut prepared = Prepared {
         parsed: parsed.clone(),
+        helper: options.helper.clone(),
         report_only: options.report_only,
         dir,
         lease,

@@ -30,6 +30,7 @@ impl Prepared {
             .find_map(|alias| setup.bind(alias))
             .map_or_else(|| PathBuf::from("/tmp"), |b| b.target.clone());
         let mounts = sandbox_mounts(&m, setup, enforce)?;
+        let overlays = overlays(setup, &mounts);
         let mut env = environment(&m, setup, options, &mut self.receipt);
         self.capabilities = capabilities(&m, options, &mut self.receipt);
         let needs_proxy =
@@ -84,6 +85,7 @@ impl Prepared {
                 .filter(|b| b.source.owned())
                 .map(|b| b.target.clone())
                 .collect(),
+            overlays,
             ..Request::default()
         };
         if self.egress.is_some() {
@@ -106,6 +108,26 @@ impl Prepared {
         self.base = Some(request);
         Ok(())
     }
+}
+
+/// Each writable view of the shared checkout among `mounts`, as an overlay whose upper layer is
+/// the run's.
+fn overlays(setup: &Setup, mounts: &[(PathBuf, PathBuf, bool)]) -> Vec<warden_sandbox::Overlay> {
+    setup
+        .mounts
+        .iter()
+        .filter_map(|b| {
+            let layer = b.layer.as_ref()?;
+            mounts
+                .iter()
+                .any(|(_, t, rw)| *rw && *t == b.target)
+                .then(|| warden_sandbox::Overlay {
+                    target: b.target.clone(),
+                    upper: layer.join("upper"),
+                    work: layer.join("work"),
+                })
+        })
+        .collect()
 }
 
 /// The sandbox's mounts: each at its target; with writable paths declared, a writable mount

@@ -32,6 +32,7 @@ pub(super) fn setup(
         resolved: Vec::new(),
         mounts: Vec::new(),
         sized: Vec::new(),
+        checkout: None,
     };
     let mut commit = String::new();
     if needs_git {
@@ -52,10 +53,25 @@ pub(super) fn setup(
         setup.repo = Some(repo);
     }
     let enforce = !options.report_only;
+    // The commit's shared checkout, shown read-only, or with each command's writes going to
+    // an overlay of the run's own: not when observing (the repository is writable then); an
+    // overlay not for agent sessions (their tools work on the host, which sees no overlay), nor
+    // when the workspace is kept, writable only in part, or overlayfs cannot hold the layer.
+    let layers =
+        !options.session && m.cleanup.delete_workspace && super::layered::supported(&dir.root);
     for mount in &m.filesystem.mounts {
         let rw = mount.mode == Mode::ReadWrite;
         let alias = mount.alias();
+        let mut layer = None;
+        let writes = alias == Some(Alias::Workspace) && rw;
+        let share =
+            needs_git && enforce && (!writes || (layers && !narrowed_below(m, &mount.target)));
         let host = match alias {
+            Some(alias @ (Alias::Repo | Alias::Workspace)) if share => {
+                let (tree, own) = shared(&mut setup, options, dir, lease, alias, &commit, writes)?;
+                layer = own;
+                tree
+            }
             Some(alias @ (Alias::Repo | Alias::Workspace)) => {
                 checkout(&mut setup, dir, lease, alias, &commit)?
             }
@@ -90,11 +106,61 @@ pub(super) fn setup(
             target: PathBuf::from(&mount.target),
             writable,
             source: alias.map_or(Source::Host, Source::Alias),
+            layer: layer.filter(|_| writable),
         });
     }
-    git_inside(&mut setup, dir)?;
+    git_inside(&mut setup, dir, &commit)?;
     lockfile_warnings(m, &setup, receipt);
     Ok(setup)
+}
+
+/// Whether the manifest's writable paths make part of the mount at `target` writable, and not
+/// all of it.
+fn narrowed_below(m: &crate::schema::Manifest, target: &str) -> bool {
+    m.filesystem
+        .writable_paths
+        .iter()
+        .any(|w| Path::new(w).starts_with(target) && Path::new(w) != Path::new(target))
+}
+
+/// `alias` (`repo` or `workspace`) as the commit's shared checkout: its tree, and, when the
+/// alias is writable, the run's layer directory of its overlay.
+fn shared(
+    setup: &mut Setup,
+    options: &Options,
+    dir: &RunDir,
+    lease: &Mutex<lease::Lease>,
+    alias: Alias,
+    commit: &str,
+    rw: bool,
+) -> Result<(PathBuf, Option<PathBuf>), String> {
+    if setup.checkout.is_none() {
+        let repo = setup.repo.as_ref().ok_or("no repository")?;
+        let dir = super::checkout::checkouts_dir(&options.runs_dir);
+        setup.checkout = Some(super::checkout::checkout(repo, &dir, commit)?);
+    }
+    let tree = setup
+        .checkout
+        .as_ref()
+        .map(|c| c.tree.clone())
+        .unwrap_or_default();
+    let path = dir.alias(alias);
+    if let Some(r) = setup.resolved(alias) {
+        let layered = path.join("upper").exists();
+        return Ok((tree, layered.then(|| r.path.clone())));
+    }
+    std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    setup.resolved.push(Resolved {
+        alias,
+        path: path.clone(),
+        git_dir: None,
+        shared: Some(tree.clone()),
+    });
+    record(lease, dir, &setup.resolved);
+    if rw {
+        super::layered::make_layer(&path)?;
+    }
+    Ok((tree, rw.then_some(path)))
 }
 
 /// The worktree of `alias` (`repo` or `workspace`) at `commit`, made once.
@@ -115,6 +181,7 @@ pub(super) fn checkout(
         alias,
         path: path.clone(),
         git_dir: Some(git_dir.clone()),
+        shared: None,
     });
     record(lease, dir, &setup.resolved);
     // Inside, the repository's git directory is at GIT_INSIDE (read-only).
@@ -152,6 +219,7 @@ pub(super) fn own_dir(
         alias,
         path: path.clone(),
         git_dir: None,
+        shared: None,
     });
     record(lease, dir, &setup.resolved);
     if alias == Alias::RunScratch
@@ -163,29 +231,45 @@ pub(super) fn own_dir(
 }
 
 /// git inside reads the repository's objects and refs, with a configuration of its own.
-pub(super) fn git_inside(setup: &mut Setup, dir: &RunDir) -> Result<(), String> {
+pub(super) fn git_inside(setup: &mut Setup, dir: &RunDir, commit: &str) -> Result<(), String> {
     let Some(repo) = &setup.repo else {
         return Ok(());
     };
-    if !setup.resolved.iter().any(|r| r.git_dir.is_some()) {
+    if !setup
+        .resolved
+        .iter()
+        .any(|r| r.git_dir.is_some() || r.shared.is_some())
+    {
         return Ok(());
     }
     let config = dir.root.join("git-config");
     std::fs::write(&config, repo.sanitised_config())
         .map_err(|e| format!("{}: {e}", config.display()))?;
     let common = repo.common.clone();
-    setup.mounts.push(Bind {
-        host: common,
-        target: PathBuf::from(GIT_INSIDE),
+    let git = |host: PathBuf, target: String| Bind {
+        host,
+        target: PathBuf::from(target),
         writable: false,
         source: Source::Git,
-    });
-    setup.mounts.push(Bind {
-        host: config,
-        target: PathBuf::from(format!("{GIT_INSIDE}/config")),
-        writable: false,
-        source: Source::Git,
-    });
+        layer: None,
+    };
+    setup.mounts.push(git(common, GIT_INSIDE.to_owned()));
+    setup
+        .mounts
+        .push(git(config, format!("{GIT_INSIDE}/config")));
+    // The shared checkout's git directory: the run's own, detached at the commit, its index a
+    // copy of the checkout's (so that git sees the files as they were made).
+    if let Some(checkout) = &setup.checkout {
+        let own = dir.root.join("gitdir");
+        let made = std::fs::create_dir(&own)
+            .and_then(|()| std::fs::write(own.join("HEAD"), format!("{commit}\n")))
+            .and_then(|()| std::fs::write(own.join("commondir"), "../git\n"))
+            .and_then(|()| std::fs::copy(&checkout.index, own.join("index")).map(drop));
+        made.map_err(|e| format!("{}: {e}", own.display()))?;
+        setup
+            .mounts
+            .push(git(own, super::layered::WORKTREE_INSIDE.to_owned()));
+    }
     Ok(())
 }
 
@@ -199,7 +283,8 @@ pub(super) fn lockfile_warnings(m: &crate::schema::Manifest, setup: &Setup, rece
         return;
     };
     let allowed = super::network::allow_entries(m);
-    for (file, hosts) in lockfiles::download_hosts(&root.path) {
+    let files = root.shared.as_ref().unwrap_or(&root.path);
+    for (file, hosts) in lockfiles::download_hosts(files) {
         let unreachable: Vec<&str> = hosts
             .iter()
             .filter(|h| {

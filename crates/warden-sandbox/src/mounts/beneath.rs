@@ -46,7 +46,18 @@ pub(super) fn make(
     let point = |make: Make| sys::open_beneath(&top, rest, make).map_err(changed);
     match mount {
         Mount::Bind { source, .. } => {
+            // Below an overlay's root, from what the overlay shows: its lower layer is never
+            // the command's to write. A directory on the way to a protected name not there yet
+            // is made there (in the upper layer), as a placeholder is on the host elsewhere.
             let from = match source.strip_prefix(root_source) {
+                Ok(below) if plan.overlaid(root_target) => {
+                    match sys::open_beneath(&top, below, Make::Nothing) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            sys::open_beneath(&top, below, Make::Dir)
+                        }
+                        other => other,
+                    }
+                }
                 Ok(below) => sys::open_path(&host(root_source))
                     .and_then(|t| sys::open_beneath(&t, below, Make::Nothing)),
                 Err(_) => sys::open_path(&host(source)),

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::plan::{Mount, Plan};
+use crate::plan::{Mount, Overlay, Plan};
 use crate::sys;
 
 mod beneath;
@@ -65,6 +65,10 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
         } else {
             make(mount, plan, tree)?;
             None
+        };
+        let made = match (mount, plan.overlay_at(crate::plan::target(mount))) {
+            (Mount::Bind { writable: true, .. }, Some(layers)) => Some(overlay(layers)?),
+            _ => made,
         };
         pinned.push(made);
     }
@@ -224,6 +228,39 @@ fn git_overlay(plan: &Plan, k: usize) -> Result<(bool, OwnedFd), String> {
     Ok((mounted, reopen()?))
 }
 
+/// Mounts `layers`' overlay over its root, just bound from the lower layer, which is made
+/// read-only first: it stays unwritten even if the overlay were lifted. Returns the overlay.
+fn overlay(layers: &Overlay) -> Result<OwnedFd, String> {
+    let target = &layers.target;
+    step(
+        format_args!("keeping {} read-only below its overlay", target.display()),
+        sys::seal_tree(target, true, true),
+    )?;
+    let changed = |e: std::io::Error| format!("the overlay at {}: {e}", target.display());
+    let lower = sys::open_path(target).map_err(changed)?;
+    let by_fd = beneath::by_fd(&lower);
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        by_fd.display(),
+        host(&layers.upper).display(),
+        host(&layers.work).display()
+    );
+    step(
+        format_args!(
+            "the overlay at {} (overlayfs in a user namespace needs Linux 5.11)",
+            target.display()
+        ),
+        sys::mount(
+            Some(Path::new("overlay")),
+            &by_fd,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        ),
+    )?;
+    sys::open_path(target).map_err(changed)
+}
+
 /// Puts the idmapped tree of the writable root `source` at `target`; the sized scratch space
 /// below it (a tmpfs of the helper's, made after the tree was copied) goes back on top.
 fn idmapped(tree: &OwnedFd, source: &Path, target: &Path, plan: &Plan) -> Result<(), String> {
@@ -297,7 +334,8 @@ pub(super) fn mask_opened(opened: &fs::File, target: &Path, plan: &Plan) -> Resu
         .map(|(_, id)| *id);
     // Through a `.git` overlay a file shows the overlay's device: there the plan's identity
     // cannot be compared, and the lower layer is never the command's to swap.
-    let overlaid = plan.git_overlays.iter().any(|git| target.starts_with(git));
+    let overlaid =
+        plan.git_overlays.iter().any(|git| target.starts_with(git)) || plan.overlaid(target);
     if !overlaid && expected.is_some_and(|id| id != (meta.dev(), meta.ino())) {
         return Err(format!(
             "{what}: it is no longer the file the plan looked at (it changed while the sandbox \

@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod masks;
+mod overlay;
+mod paths;
 mod protect;
 
+pub use overlay::{Overlay, overlay_can_hold, overlay_opaque};
+pub(crate) use paths::target;
+use paths::{depth, named_id, real, visible, writable_bind, writable_binds};
 use protect::{link_below, with_protections};
 
 /// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
@@ -161,6 +166,9 @@ pub struct Request {
     /// too. Other read-only mounts are shown as they are, like `allow_read`.
     #[serde(default)]
     pub owned_mounts: Vec<PathBuf>,
+    /// Writable mounts shown through an overlay, their source never written.
+    #[serde(default)]
+    pub overlays: Vec<Overlay>,
 }
 
 /// How one mount is made.
@@ -250,6 +258,9 @@ pub struct Plan {
     /// (set by the parent when it made one in the unified hierarchy).
     #[serde(default)]
     pub into_cgroup: bool,
+    /// See [`Request::overlays`].
+    #[serde(default)]
+    pub overlays: Vec<Overlay>,
 }
 
 /// System directories every command may read.
@@ -282,6 +293,7 @@ impl Plan {
     #[allow(clippy::too_many_lines)]
     fn build(request: &Request) -> Result<Self, String> {
         let request = &with_protections(request);
+        let overlays = overlay::checked(request)?;
         let mut mounts = Vec::new();
         let disk = request.limits.disk_mb.unwrap_or(1024);
         let existing = |p: &Path| p.exists();
@@ -345,6 +357,7 @@ impl Plan {
         // is inside needs no mount points of its own to stay where it is.
         let (git_overlays, git_repositories): (Vec<PathBuf>, Vec<PathBuf>) =
             writable_binds(&mounts)
+                .filter(|(target, _)| !overlays.iter().any(|o| o.target == *target))
                 .map(|(target, source)| (target.join(".git"), source.join(".git")))
                 .filter(|(_, git)| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
                 .unzip();
@@ -395,7 +408,10 @@ impl Plan {
                     nearest = nearest.parent().unwrap_or(Path::new("/"));
                 }
                 if fs::metadata(nearest).is_ok_and(|m| m.is_dir()) {
-                    placeholders.push(host.clone());
+                    // Through an overlay the mount point is made inside, in its upper layer.
+                    if !overlays.iter().any(|o| path.starts_with(&o.target)) {
+                        placeholders.push(host.clone());
+                    }
                     mounts.push(Mount::Tmpfs {
                         target: path.clone(),
                         writable: false,
@@ -494,6 +510,7 @@ impl Plan {
             git_repositories,
             git_layers: Vec::new(),
             into_cgroup: false,
+            overlays,
             shown_as_owner: has_workspace
                 .then(|| request.workspace.clone())
                 .into_iter()
@@ -527,67 +544,6 @@ impl Plan {
             })
             .collect()
     }
-}
-
-/// The deepest writable bind that holds `path`, if one does: its target and its source.
-fn writable_bind(path: &Path, mounts: &[Mount]) -> Option<(PathBuf, PathBuf)> {
-    writable_binds(mounts)
-        .filter(|(target, _)| path.starts_with(target))
-        .max_by_key(|(target, _)| depth(target))
-        .map(|(target, source)| (target.to_path_buf(), source.to_path_buf()))
-}
-
-/// The writable binds among `mounts`: their targets and sources.
-fn writable_binds(mounts: &[Mount]) -> impl Iterator<Item = (&Path, &Path)> {
-    mounts.iter().filter_map(|m| match m {
-        Mount::Bind {
-            source,
-            target,
-            writable: true,
-        } => Some((target.as_path(), source.as_path())),
-        _ => None,
-    })
-}
-
-/// `path` with every link on the way resolved: the sandbox reaches a bind's source through the
-/// host's root, where a link to an absolute path would lead elsewhere.
-fn real(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// The account or group of this host (`/etc/passwd`, `/etc/group`) whose id is `id`, if any.
-fn named_id(id: u32) -> Option<String> {
-    let id = id.to_string();
-    [("/etc/passwd", "the account"), ("/etc/group", "the group")]
-        .iter()
-        .find_map(|(file, what)| {
-            let text = fs::read_to_string(file).ok()?;
-            text.lines().find_map(|line| {
-                let mut fields = line.split(':');
-                let name = fields.next()?;
-                (fields.nth(1)? == id).then(|| format!("{what} {name}"))
-            })
-        })
-}
-
-/// Whether `path` would be visible through one of the mounts made so far.
-fn visible(path: &Path, mounts: &[Mount]) -> bool {
-    mounts.iter().any(|m| match m {
-        Mount::Bind { target, .. } => path.starts_with(target),
-        Mount::Tmpfs { .. } | Mount::MaskFile { .. } => false,
-    })
-}
-
-pub(crate) fn target(mount: &Mount) -> &Path {
-    match mount {
-        Mount::Bind { target, .. } | Mount::Tmpfs { target, .. } | Mount::MaskFile { target } => {
-            target
-        }
-    }
-}
-
-fn depth(path: &Path) -> usize {
-    path.components().count()
 }
 
 #[cfg(test)]

@@ -57,12 +57,23 @@ pub(crate) fn rm_watch(inotify: &OwnedFd, wd: i32) {
     let _ = unsafe { libc::inotify_rm_watch(inotify.as_raw_fd(), wd) };
 }
 
-/// Every event queued now, without waiting.
+/// More events than this in one drain are read as an overflow of the queue: the root is walked
+/// again, and what is left queued is read the next time.
+const MAX_EVENTS: usize = 1 << 18;
+
+/// Every event queued now, without waiting (past [`MAX_EVENTS`], an overflow).
 pub(crate) fn drain(inotify: &OwnedFd) -> io::Result<Vec<Event>> {
     const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
     let mut events = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
+        if events.len() > MAX_EVENTS {
+            events.push(Event {
+                wd: -1,
+                mask: libc::IN_Q_OVERFLOW,
+            });
+            return Ok(events);
+        }
         // SAFETY: the buffer's pointer and length, on a descriptor we own.
         let read = unsafe {
             libc::read(
@@ -92,6 +103,18 @@ pub(crate) fn drain(inotify: &OwnedFd) -> io::Result<Vec<Event>> {
             at += HEADER + usize::try_from(header.len).unwrap_or(read);
         }
     }
+}
+
+/// Whether events are queued on `inotify` now.
+pub(crate) fn pending(inotify: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: inotify.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of ours, no wait.
+    let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+    ready > 0 && poll.revents & libc::POLLIN != 0
 }
 
 /// Whether the mount table `mountinfo` (an open `/proc/self/mountinfo`) changed since it was

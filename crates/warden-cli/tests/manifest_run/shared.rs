@@ -1,0 +1,146 @@
+//! The commit's shared checkout: made once, shown read-only as `repo` and as the lower layer of
+//! the workspace's overlay; whatever a command does in the workspace reaches only its run's
+//! upper layer (and the patch), never the checkout the next run starts from.
+
+use std::os::unix::fs::MetadataExt as _;
+
+use super::*;
+
+/// What the first run's command does in the workspace: a file changed, one removed, a directory
+/// replaced by another of the same name, new files (one in new directories, one ignored); and,
+/// beside it, the same write to `/repo` (the checkout itself), which must fail. git inside sees
+/// the commit and the changes.
+const CHANGES: &str = r#"set -u
+cd /workspace
+echo '# changed' >> test_slug.py
+rm slug.py
+rm -rf docs && mkdir docs && echo other > docs/new.md
+mkdir -p n/d && echo deep > n/d/f
+echo junk > build.log
+echo added > added.txt
+if echo evil >> /repo/test_slug.py 2>/dev/null; then exit 41; fi
+grep -q evil /repo/test_slug.py && exit 42
+test "$(git log -1 --format=%H)" = "$COMMIT" || exit 43
+git status --porcelain | grep -q '^ D slug.py' || exit 44
+exit 0
+"#;
+
+/// What the second run's command checks: the workspace is the commit again.
+const PRISTINE: &str = r"cd /workspace
+grep -q 'return s.lower()' slug.py || exit 51
+test -f docs/keep.md || exit 52
+test -e added.txt && exit 53
+test -e docs/new.md && exit 54
+grep -q changed test_slug.py && exit 55
+exit 0
+";
+
+#[test]
+fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    p.write(".gitignore", "*.log\n");
+    git(&p.root(), &["add", "."]);
+    git(&p.root(), &["commit", "-q", "-m", "ignore logs"]);
+    let commit = git(&p.root(), &["rev-parse", "HEAD"]).trim().to_owned();
+    let file = manifest(&p, "m.yaml", &test_and_patch(&p));
+    let script = format!("COMMIT={commit}\n{CHANGES}");
+    let (first, receipt) = run(&p, &file, &[], &script);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert_eq!(receipt["exit_code"], 0, "{receipt}");
+
+    // Every change is in the patch, which applies to the commit; the ignored file is not.
+    let patch = artifact(&receipt, "patch");
+    let stored = patch["stored"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{patch}"));
+    let diff = std::fs::read_to_string(stored).unwrap();
+    for expected in [
+        "diff --git a/slug.py b/slug.py\ndeleted file mode",
+        "diff --git a/docs/keep.md b/docs/keep.md\ndeleted file mode",
+        "diff --git a/docs/new.md b/docs/new.md\nnew file mode",
+        "diff --git a/n/d/f b/n/d/f\nnew file mode",
+        "diff --git a/added.txt b/added.txt\nnew file mode",
+        "+# changed",
+    ] {
+        assert!(diff.contains(expected), "{expected:?} not in\n{diff}");
+    }
+    assert!(!diff.contains("build.log"), "{diff}");
+    git(&p.root(), &["apply", "--check", stored]);
+
+    // The checkout the run showed is the commit's still.
+    let tree = runs_dir(&p).join(".checkouts").join(&commit).join("tree");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("slug.py")).unwrap(),
+        "def slug(s):\n    return s.lower()\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join("docs/keep.md")).unwrap(),
+        "kept\n"
+    );
+    assert!(!tree.join("added.txt").exists() && !tree.join("docs/new.md").exists());
+    let made = std::fs::metadata(&tree).unwrap().ino();
+
+    // The next run of the commit starts from it as it was, made no second time.
+    let (second, receipt) = run(&p, &file, &[], PRISTINE);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_eq!(receipt["exit_code"], 0, "{receipt}");
+    assert_eq!(artifact(&receipt, "patch")["bytes"], 0, "{receipt}");
+    assert_eq!(std::fs::metadata(&tree).unwrap().ino(), made);
+
+    // Each run's own layer and git directory are gone; nothing was registered with git.
+    for entry in std::fs::read_dir(runs_dir(&p)).unwrap().flatten() {
+        let run = entry.path();
+        if entry.file_name() == ".checkouts" {
+            continue;
+        }
+        for gone in ["workspace", "repo", "gitdir"] {
+            assert!(
+                !run.join(gone).exists(),
+                "{} left",
+                run.join(gone).display()
+            );
+        }
+    }
+    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+}
+
+#[test]
+fn a_workspace_writable_only_in_part_is_a_worktree_of_its_own() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    let text = test_and_patch(&p).replace(
+        "  writable_paths:\n    - /workspace\n",
+        "  writable_paths:\n    - /workspace/docs\n",
+    );
+    assert!(text.contains("    - /workspace/docs\n"), "{text}");
+    let file = manifest(&p, "m.yaml", &text);
+    let script = "cd /workspace && echo more >> docs/keep.md && \
+                  if echo x >> slug.py 2>/dev/null; then exit 41; fi";
+    let (run, receipt) = run(&p, &file, &[], script);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let patch = artifact(&receipt, "patch");
+    let diff = std::fs::read_to_string(patch["stored"].as_str().unwrap()).unwrap();
+    assert!(
+        diff.contains("+more") && !diff.contains("slug.py"),
+        "{diff}"
+    );
+    let mounts = receipt["grants"]["mounts"].as_array().unwrap();
+    let at = |target: &str| {
+        mounts
+            .iter()
+            .find(|m| m["target"] == target)
+            .and_then(|m| m["resolved"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(!at("/workspace").contains(".checkouts"), "{mounts:?}");
+    assert!(at("/repo").contains(".checkouts"), "{mounts:?}");
+}
