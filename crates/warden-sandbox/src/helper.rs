@@ -244,7 +244,7 @@ fn enter_as_root(plan: &Plan, uid: u32, gid: u32, id: u32) -> Result<Vec<Option<
                 || plan.shown_as_owner.contains(target)
                 || within_root(plan, source, target))
                 && !plan.sized.iter().any(|(dir, _)| source.starts_with(dir))
-                && !plan.below_overlay(target) =>
+                && !plan.shows_lower(source, target) =>
             {
                 Some(
                     tree_of(plan, source, target, &shown)

@@ -18,6 +18,7 @@ rm -rf docs && mkdir docs && echo other > docs/new.md
 mkdir -p n/d && echo deep > n/d/f
 echo junk > build.log
 echo added > added.txt
+printf x > "$(printf 'caf\351')"
 if echo evil >> /repo/test_slug.py 2>/dev/null; then exit 41; fi
 grep -q evil /repo/test_slug.py && exit 42
 test "$(git log -1 --format=%H)" = "$COMMIT" || exit 43
@@ -57,7 +58,13 @@ fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
     let stored = patch["stored"]
         .as_str()
         .unwrap_or_else(|| panic!("{patch}"));
-    let diff = std::fs::read_to_string(stored).unwrap();
+    let bytes = std::fs::read(stored).unwrap();
+    // A name that is not UTF-8 is in it as it is.
+    assert!(
+        bytes.windows(5).any(|w| w == b"caf\xe9\n"),
+        "a name not UTF-8"
+    );
+    let diff = String::from_utf8_lossy(&bytes);
     for expected in [
         "diff --git a/slug.py b/slug.py\ndeleted file mode",
         "diff --git a/docs/keep.md b/docs/keep.md\ndeleted file mode",
@@ -72,7 +79,11 @@ fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
     git(&p.root(), &["apply", "--check", stored]);
 
     // The checkout the run showed is the commit's still.
-    let tree = runs_dir(&p).join(".checkouts").join(&commit).join("tree");
+    let checkouts = runs_dir(&p).join(".checkouts");
+    let kept: Vec<_> = std::fs::read_dir(&checkouts).unwrap().flatten().collect();
+    assert_eq!(kept.len(), 1, "one checkout: {kept:?}");
+    assert!(kept[0].file_name().to_string_lossy().starts_with(&commit));
+    let tree = kept[0].path().join("tree");
     assert_eq!(
         std::fs::read_to_string(tree.join("slug.py")).unwrap(),
         "def slug(s):\n    return s.lower()\n"
@@ -143,4 +154,43 @@ fn a_workspace_writable_only_in_part_is_a_worktree_of_its_own() {
     };
     assert!(!at("/workspace").contains(".checkouts"), "{mounts:?}");
     assert!(at("/repo").contains(".checkouts"), "{mounts:?}");
+}
+
+/// Runs `script` under `text` (a manifest), then a run of the plain template checks that the
+/// commit's checkout is as committed.
+fn then_pristine(p: &Project, text: &str, script: &str) {
+    let file = manifest(p, "other.yaml", text);
+    let (first, receipt) = run(p, &file, &[], script);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert_eq!(receipt["exit_code"], 0, "{receipt}");
+    let plain = manifest(p, "m.yaml", &test_and_patch(p));
+    let (again, receipt) = run(p, &plain, &[], PRISTINE);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert_eq!(
+        receipt["exit_code"], 0,
+        "the checkout was changed: {receipt}"
+    );
+}
+
+#[test]
+fn a_workspace_mounted_twice_is_a_worktree_and_the_checkout_is_not_written() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    // The checkout made first, by a run of its own.
+    let plain = manifest(&p, "m.yaml", &test_and_patch(&p));
+    assert_eq!(run(&p, &plain, &[], "true").0.code, 0);
+    let text = test_and_patch(&p).replace(
+        "    - source: workspace\n",
+        "    - source: workspace\n      target: /seen\n      mode: read_only\n    - source: workspace\n",
+    );
+    assert!(text.contains("target: /seen"), "{text}");
+    then_pristine(
+        &p,
+        &text,
+        "echo '# x' >> /workspace/slug.py && echo x > /workspace/added.txt && \
+         if echo x >> /seen/slug.py 2>/dev/null; then exit 41; fi",
+    );
 }

@@ -4,11 +4,15 @@
 //! held (a shared lock) by each run that shows it, and removed only when no run holds it.
 
 use std::fs::File;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use sha2::{Digest as _, Sha256};
+
 use super::git::{Repo, remove_tree};
 use super::layout::links_leaving;
+use crate::parse::hex;
 
 /// How many checkouts no run holds are kept, newest used first.
 const KEPT: usize = 4;
@@ -33,45 +37,72 @@ pub(crate) fn checkouts_dir(runs: &Path) -> PathBuf {
     runs.join(".checkouts")
 }
 
-/// The checkout of `commit` under `dir`, made if there is none (checked for links leading out,
-/// as a worktree is), and held.
+/// The checkout of `commit` of `repo` under `dir`, made if there is none (checked for links
+/// leading out, as a worktree is), and held. Kept per repository too: what a checkout holds
+/// depends on the repository's settings (line endings, attributes) as well as on the commit.
 pub(crate) fn checkout(repo: &Repo, dir: &Path, commit: &str) -> Result<Checkout, String> {
     if commit.len() < 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("{commit}: not a commit's full name"));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let home = dir.join(commit);
-    if !home.join("ready").exists() {
-        make(repo, dir, &home, commit)?;
+    let of_repo = Sha256::digest(repo.common.as_os_str().as_encoded_bytes());
+    let home = dir.join(format!("{commit}-{}", &hex(&of_repo)[..16]));
+    // Another run may make it, or remove it, meanwhile: a few tries.
+    for _ in 0..4 {
+        let held = if home.join("ready").exists() {
+            take(&home)?
+        } else {
+            make(repo, dir, &home, commit)?
+        };
+        if let Some(held) = held {
+            used(&home);
+            evict(dir, &home);
+            return Ok(Checkout {
+                tree: home.join("tree"),
+                index: home.join("index"),
+                _held: held,
+            });
+        }
     }
-    let held =
-        hold(&home, false)?.ok_or_else(|| format!("{}: could not be held", home.display()))?;
-    // Held, it is still there (a remover takes the lock before it removes).
-    if !home.join("ready").exists() {
-        return Err(format!(
-            "{}: removed while it was being taken",
-            home.display()
-        ));
-    }
-    let _ = File::create(home.join("used"));
-    evict(dir, &home);
-    Ok(Checkout {
-        tree: home.join("tree"),
-        index: home.join("index"),
-        _held: held,
-    })
+    Err(format!(
+        "{}: made and removed by other runs meanwhile, again and again",
+        home.display()
+    ))
 }
 
-/// Makes the checkout in a new directory of its own, then puts it in place: another run making
-/// the same one at once is left with its own, removed.
-fn make(repo: &Repo, dir: &Path, home: &Path, commit: &str) -> Result<(), String> {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let new = dir.join(format!(".new-{}-{nanos:x}", std::process::id()));
+/// The checkout at `home` held (a shared lock), if it is still there: the lock taken on the
+/// lock file that is there now, and the checkout still ready.
+fn take(home: &Path) -> Result<Option<File>, String> {
+    let lock = home.join("lock");
+    let file = match File::open(&lock) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", lock.display())),
+    };
+    file.lock_shared()
+        .map_err(|e| format!("{}: {e}", lock.display()))?;
+    let same = file
+        .metadata()
+        .ok()
+        .zip(std::fs::metadata(&lock).ok())
+        .is_some_and(|(held, now)| held.ino() == now.ino() && held.dev() == now.dev());
+    Ok((same && home.join("ready").exists()).then_some(file))
+}
+
+/// Makes the checkout in a new directory of its own, held from the start, then puts it in
+/// place; `None` when another run put one there meanwhile (ours is removed).
+fn make(repo: &Repo, dir: &Path, home: &Path, commit: &str) -> Result<Option<File>, String> {
+    let new = dir.join(unique(".new"));
+    std::fs::create_dir(&new).map_err(|e| format!("{}: {e}", new.display()))?;
     let made = (|| {
+        // Locked before it has its name: a remover never finds it unheld.
+        let lock = new.join("lock.new");
+        let held = File::create(&lock).map_err(|e| format!("{}: {e}", lock.display()))?;
+        held.lock_shared()
+            .map_err(|e| format!("{}: {e}", lock.display()))?;
+        std::fs::rename(&lock, new.join("lock")).map_err(|e| format!("{}: {e}", lock.display()))?;
         let tree = new.join("tree");
-        std::fs::create_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+        std::fs::create_dir(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
         repo.check_out(commit, &tree, &new.join("index"))?;
         let leaving = links_leaving(&tree);
         if !leaving.is_empty() {
@@ -82,67 +113,110 @@ fn make(repo: &Repo, dir: &Path, home: &Path, commit: &str) -> Result<(), String
         }
         std::fs::write(tree.join(".git"), GIT_FILE)
             .map_err(|e| format!("{}: {e}", tree.display()))?;
-        File::create(new.join("lock")).map_err(|e| format!("{}: {e}", new.display()))?;
+        used(&new);
         File::create(new.join("ready")).map_err(|e| format!("{}: {e}", new.display()))?;
-        Ok(())
+        Ok(held)
     })();
-    let placed = made.and_then(|()| match std::fs::rename(&new, home) {
-        Ok(()) => Ok(()),
-        // Made by another run meanwhile: that one is the checkout.
-        Err(_) if home.join("ready").exists() => Ok(()),
+    let placed = made.and_then(|held| match std::fs::rename(&new, home) {
+        // The lock moved with its directory: still held.
+        Ok(()) => Ok(Some(held)),
+        // Made by another run meanwhile: that one is taken.
+        Err(_) if home.join("ready").exists() => Ok(None),
         Err(e) => Err(format!("{}: {e}", home.display())),
     });
     let _ = remove_tree(&new);
     placed
 }
 
-/// The lock of the checkout at `home`: shared (waiting for a remover), or exclusive without
-/// waiting (`None` when a run holds it).
-fn hold(home: &Path, exclusive: bool) -> Result<Option<File>, String> {
-    let file = File::open(home.join("lock")).map_err(|e| format!("{}: {e}", home.display()))?;
-    if exclusive {
-        return Ok(file.try_lock().is_ok().then_some(file));
-    }
-    file.lock_shared()
-        .map_err(|e| format!("{}: {e}", home.display()))?;
-    Ok(Some(file))
+/// A name no other directory of this process, nor of another, has: `prefix`, the process, a
+/// count of this process's, the time.
+fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}-{:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        nanos()
+    )
 }
 
-/// Removes the checkouts past the [`KEPT`] newest used that no run holds, and what a run that
-/// was killed while making one left; never `current`.
+fn nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// Marks the checkout at `home` used now (the time in its `used` file: file times may be too
+/// coarse to order checkouts taken one after another).
+fn used(home: &Path) {
+    let _ = std::fs::write(home.join("used"), nanos().to_string());
+}
+
+/// When the checkout at `home` was last used.
+fn last_used(home: &Path) -> u128 {
+    std::fs::read_to_string(home.join("used"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What a remover may do with a directory of checkouts.
+enum Claim {
+    /// Its lock, taken exclusive: no run holds it (and none takes it while this is kept).
+    Held(#[expect(dead_code, reason = "kept only to hold the lock")] File),
+    /// No lock file, and an hour old: what a run killed before it made one left.
+    Abandoned,
+    /// A run holds it, or is making it.
+    Busy,
+}
+
+/// The lock of the directory `at`, taken exclusive without waiting.
+fn exclusive(at: &Path) -> Claim {
+    let Ok(file) = File::open(at.join("lock")) else {
+        let old = std::fs::metadata(at)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600);
+        return if old { Claim::Abandoned } else { Claim::Busy };
+    };
+    if file.try_lock().is_ok() {
+        Claim::Held(file)
+    } else {
+        Claim::Busy
+    }
+}
+
+/// Removes the checkouts past the [`KEPT`] newest used that no run holds, and what runs left
+/// half-made or half-removed (no run holding it); never `current`.
 fn evict(dir: &Path, current: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut ready: Vec<(SystemTime, PathBuf)> = Vec::new();
+    let mut ready: Vec<(u128, PathBuf)> = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(rest) = name.strip_prefix(".new-") {
-            let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
-            // SAFETY: kill with signal 0 only asks whether the process exists.
-            let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
-            if gone {
-                let _ = remove_tree(&path);
-            }
-            continue;
-        }
         if path == current {
             continue;
         }
-        let used = std::fs::metadata(path.join("used"))
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
         if path.join("ready").exists() {
-            ready.push((used, path));
+            ready.push((last_used(&path), path));
+        } else if let claim @ (Claim::Held(_) | Claim::Abandoned) = exclusive(&path) {
+            // Half-made by a run that is gone, or half-removed.
+            let _ = remove_tree(&path);
+            drop(claim);
         }
     }
     ready.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
     for (_, path) in ready.into_iter().skip(KEPT.saturating_sub(1)) {
-        if let Ok(Some(_held)) = hold(&path, true) {
-            // Not ready first: a run taking it now sees it going.
-            let _ = std::fs::remove_file(path.join("ready"));
-            let _ = remove_tree(&path);
+        if let claim @ Claim::Held(_) = exclusive(&path) {
+            // Out of its place in one step: a run taking it now finds none, and makes it anew.
+            let old = dir.join(unique(".old"));
+            if std::fs::rename(&path, &old).is_ok() {
+                let _ = remove_tree(&old);
+            }
+            drop(claim);
         }
     }
 }
@@ -213,14 +287,59 @@ mod tests {
         // Taken again, a checkout is the same directory, not made again.
         let last = names.last().unwrap();
         let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
-        let before = ino(&checkouts.join(last).join("tree"));
+        let before = ino(&checkout(&repo, &checkouts, last).unwrap().tree);
         let again = checkout(&repo, &checkouts, last).unwrap();
         assert_eq!(ino(&again.tree), before);
         drop(held);
         drop(again);
-        let _ = checkout(&repo, &checkouts, last).unwrap();
+        // A lock is released once no process has its descriptor: a child another thread forks
+        // has it until it execs, so the removal may wait for a later take.
+        for _ in 0..50 {
+            let _ = checkout(&repo, &checkouts, last).unwrap();
+            if kept(&checkouts) == KEPT {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         assert_eq!(kept(&checkouts), KEPT);
-        assert!(!checkouts.join(&names[0]).exists());
+        let first = std::fs::read_dir(&checkouts)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&names[0]));
+        assert!(!first, "the oldest, no longer held, is removed");
+    }
+
+    #[test]
+    fn runs_making_and_removing_checkouts_at_once_each_get_theirs_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = commits(&dir.path().join("r"), KEPT + 4);
+        let repo = Repo::open(&dir.path().join("r")).unwrap();
+        let checkouts = dir.path().join("checkouts");
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (repo, names, checkouts) = (repo.clone(), names.clone(), checkouts.clone());
+                std::thread::spawn(move || {
+                    for round in 0..3 {
+                        for (i, name) in names.iter().enumerate().skip((t + round) % 3) {
+                            let c = checkout(&repo, &checkouts, name).unwrap();
+                            // Held, it is whole and stays so.
+                            let f = std::fs::read_to_string(c.tree.join("f")).unwrap();
+                            assert_eq!(f, format!("{i}\n"));
+                            assert!(c.index.exists());
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let left: Vec<_> = std::fs::read_dir(&checkouts).unwrap().flatten().collect();
+        assert!(left.len() <= KEPT + 4, "{left:?}");
+        assert!(
+            left.iter().all(|e| e.path().join("ready").exists()),
+            "nothing half-made or half-removed is left: {left:?}"
+        );
     }
 
     #[test]

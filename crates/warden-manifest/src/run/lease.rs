@@ -197,7 +197,11 @@ pub fn reap(runs: &Path) -> Vec<Reaped> {
                     // Alive but not renewing: hung. Its sandbox dies with it.
                     reaped.killed = kill(lease.pid);
                 }
-                let done = destroy(repo.as_ref(), &lease.resolved, &[]);
+                let done = destroy(
+                    repo.as_ref(),
+                    &lease.resolved,
+                    &[("git directory", dir.join("gitdir"))],
+                );
                 reaped.errors = done.errors;
                 lease.status = if done.destroyed {
                     LeaseStatus::Reaped
@@ -209,7 +213,11 @@ pub fn reap(runs: &Path) -> Vec<Reaped> {
                 let _ = write_reaped_receipt(&dir, &lease);
             }
             LeaseStatus::Quarantined => {
-                let done = destroy(repo.as_ref(), &lease.resolved, &[]);
+                let done = destroy(
+                    repo.as_ref(),
+                    &lease.resolved,
+                    &[("git directory", dir.join("gitdir"))],
+                );
                 reaped.errors.clone_from(&done.errors);
                 if done.destroyed {
                     lease.status = LeaseStatus::Reaped;

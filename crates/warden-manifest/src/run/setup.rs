@@ -54,18 +54,21 @@ pub(super) fn setup(
     }
     let enforce = !options.report_only;
     // The commit's shared checkout, shown read-only, or with each command's writes going to
-    // an overlay of the run's own: not when observing (the repository is writable then); an
-    // overlay not for agent sessions (their tools work on the host, which sees no overlay), nor
-    // when the workspace is kept, writable only in part, or overlayfs cannot hold the layer.
-    let layers =
-        !options.session && m.cleanup.delete_workspace && super::layered::supported(&dir.root);
+    // an overlay of the run's own. Not for agent sessions (their tools work on the host, on
+    // the checkout itself), nor when observing (the repository is writable then), nor for an
+    // alias mounted twice; an overlay not when the workspace is kept, writable only in part,
+    // nested with another mount, or where overlayfs cannot hold the layer.
+    let layers = m.cleanup.delete_workspace && super::layered::supported(&dir.root);
     for mount in &m.filesystem.mounts {
         let rw = mount.mode == Mode::ReadWrite;
         let alias = mount.alias();
         let mut layer = None;
         let writes = alias == Some(Alias::Workspace) && rw;
-        let share =
-            needs_git && enforce && (!writes || (layers && !narrowed_below(m, &mount.target)));
+        let share = needs_git
+            && enforce
+            && !options.session
+            && once(m, alias)
+            && (!writes || (layers && alone(m, &mount.target)));
         let host = match alias {
             Some(alias @ (Alias::Repo | Alias::Workspace)) if share => {
                 let (tree, own) = shared(&mut setup, options, dir, lease, alias, &commit, writes)?;
@@ -114,13 +117,31 @@ pub(super) fn setup(
     Ok(setup)
 }
 
-/// Whether the manifest's writable paths make part of the mount at `target` writable, and not
-/// all of it.
-fn narrowed_below(m: &crate::schema::Manifest, target: &str) -> bool {
+/// Whether `alias` is mounted once only.
+fn once(m: &crate::schema::Manifest, alias: Option<Alias>) -> bool {
     m.filesystem
+        .mounts
+        .iter()
+        .filter(|other| other.alias() == alias)
+        .count()
+        == 1
+}
+
+/// Whether the mount at `target` is writable as a whole or not at all (no writable path
+/// narrower than it), and neither holds nor is held by another mount.
+fn alone(m: &crate::schema::Manifest, target: &str) -> bool {
+    let target = Path::new(target);
+    let nested =
+        |other: &Path| other != target && (other.starts_with(target) || target.starts_with(other));
+    !m.filesystem
         .writable_paths
         .iter()
-        .any(|w| Path::new(w).starts_with(target) && Path::new(w) != Path::new(target))
+        .any(|w| Path::new(w).starts_with(target) && Path::new(w) != target)
+        && !m
+            .filesystem
+            .mounts
+            .iter()
+            .any(|other| nested(Path::new(&other.target)))
 }
 
 /// `alias` (`repo` or `workspace`) as the commit's shared checkout: its tree, and, when the
@@ -145,9 +166,8 @@ fn shared(
         .map(|c| c.tree.clone())
         .unwrap_or_default();
     let path = dir.alias(alias);
-    if let Some(r) = setup.resolved(alias) {
-        let layered = path.join("upper").exists();
-        return Ok((tree, layered.then(|| r.path.clone())));
+    if setup.resolved(alias).is_some() {
+        return Err(format!("{}: shared twice", alias.as_str()));
     }
     std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     setup.resolved.push(Resolved {

@@ -33,8 +33,9 @@ pub(super) fn make(
     tree: Option<&OwnedFd>,
     root: (&Path, &Path),
 ) -> Result<OwnedFd, String> {
-    let (root_target, root_source) = root;
     let target = crate::plan::target(mount);
+    // Below an overlay, that overlay is the root: what its lower layer holds is reached there.
+    let (root_target, root_source) = plan.overlay_above(target).unwrap_or(root);
     let rest = target.strip_prefix(root_target).unwrap_or(target);
     let changed = |e: std::io::Error| {
         format!(

@@ -184,3 +184,51 @@ fn a_directory_moved_during_the_walk_is_walked_again_where_it_went() {
     let err = plan_with(usize::MAX).unwrap_err();
     assert!(err.0.contains("kept moving"), "{err}");
 }
+
+#[test]
+fn an_overlay_is_refused_where_another_writable_root_would_write_its_lower_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lower, layer) = (dir.path().join("lower"), dir.path().join("layer"));
+    for d in [lower.join("sub"), layer.join("upper"), layer.join("work")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let overlay = Overlay {
+        target: PathBuf::from("/workspace"),
+        upper: layer.join("upper"),
+        work: layer.join("work"),
+    };
+    let with = |mounts: Vec<(PathBuf, PathBuf, bool)>| Request {
+        program: "true".into(),
+        home: PathBuf::from("/nonexistent-home"),
+        cwd: Some(PathBuf::from("/workspace")),
+        mounts,
+        overlays: vec![overlay.clone()],
+        ..Request::default()
+    };
+    let own = (lower.clone(), PathBuf::from("/workspace"), true);
+    let plan = Plan::new(&with(vec![own.clone()])).unwrap();
+    assert_eq!(plan.overlays, vec![overlay.clone()]);
+    // The lower layer, or part of it, writable at another place.
+    for other in [lower.clone(), lower.join("sub")] {
+        let err = Plan::new(&with(vec![own.clone(), (other, "/other".into(), true)]))
+            .unwrap_err()
+            .0;
+        assert!(err.contains("lower layer writable"), "{err}");
+    }
+    // Read-only there, it is only read.
+    Plan::new(&with(vec![
+        own.clone(),
+        (lower.clone(), "/ro".into(), false),
+    ]))
+    .unwrap();
+    // Another writable root around it or inside it.
+    for at in ["/", "/workspace/cache"] {
+        let other = (layer.join("work"), PathBuf::from(at), true);
+        let err = Plan::new(&with(vec![own.clone(), other])).unwrap_err().0;
+        assert!(err.contains("another writable root"), "{at}: {err}");
+    }
+    // No writable mount of its own: nothing to show through it.
+    let ro = (lower.clone(), PathBuf::from("/workspace"), false);
+    let err = Plan::new(&with(vec![ro])).unwrap_err().0;
+    assert!(err.contains("writable mount of its own"), "{err}");
+}
