@@ -7,8 +7,10 @@
 //! every entry.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +42,8 @@ pub(crate) struct Index {
     version: u32,
     /// The rule it was made for ([`Masking::fingerprint`]).
     rule: String,
-    dirs: HashMap<PathBuf, Dir>,
+    /// By path (written as text: hashed and compared as bytes, not component by component).
+    dirs: HashMap<String, Dir>,
     /// A directory was read or dropped since it was loaded.
     #[serde(skip)]
     changed: bool,
@@ -97,44 +100,60 @@ impl Index {
     /// again only the directories that changed since the index saw them.
     pub(crate) fn candidates(&mut self, root: &Path, rule: &dyn Masking) -> Vec<(PathBuf, bool)> {
         let mut found = Vec::new();
-        let mut seen: HashMap<PathBuf, Dir> = HashMap::new();
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+        let mut seen: Vec<(String, Dir)> = Vec::new();
+        // Each directory with the descriptor of its parent, where one could be opened: looked
+        // up by its name there, not by its whole path.
+        let mut stack: Vec<(Option<Rc<OwnedFd>>, PathBuf)> = vec![(None, root.to_path_buf())];
+        while let Some((parent, dir)) = stack.pop() {
+            let Some(stamp) = Stamp::of_dir(parent.as_deref(), &dir) else {
                 continue;
             };
-            if !meta.is_dir() {
-                continue;
-            }
-            let stamp = Stamp::of(&meta);
-            let (entry, odd) = match self.dirs.remove(&dir) {
+            let known = dir.to_str().and_then(|d| self.dirs.remove(d));
+            let (entry, odd) = match known {
                 Some(known) if known.settled && stamp.is(&known) => (known, Odd::default()),
                 _ => {
                     self.changed = true;
                     read(&dir, &stamp, rule)
                 }
             };
+            let here = (!entry.dirs.is_empty() || !odd.dirs.is_empty())
+                .then(|| match (&parent, dir.file_name()) {
+                    (Some(parent), Some(name)) => crate::sys::open_dir_at(parent, name),
+                    _ => crate::sys::open_path(&dir),
+                })
+                .and_then(Result::ok)
+                .map(Rc::new);
             for name in &entry.dirs {
-                stack.push(dir.join(name));
+                stack.push((here.clone(), dir.join(name)));
             }
             for (name, beside_key) in &entry.candidates {
                 found.push((dir.join(name), *beside_key));
             }
             // What the index cannot write down (a name that is not UTF-8) is read every time.
-            let keep = odd.dirs.is_empty() && odd.candidates.is_empty() && dir.to_str().is_some();
-            stack.extend(odd.dirs);
+            let keep = odd.dirs.is_empty() && odd.candidates.is_empty();
+            stack.extend(odd.dirs.into_iter().map(|d| (here.clone(), d)));
             found.extend(odd.candidates);
-            if keep {
-                seen.insert(dir, entry);
+            if let Some(text) = dir.to_str().filter(|_| keep) {
+                seen.push((text.to_owned(), entry));
             }
         }
         // Directories of other roots stay; those under this one that are gone are dropped.
-        let before = self.dirs.len();
-        self.dirs.retain(|d, _| !d.starts_with(root));
-        self.changed |= self.dirs.len() != before;
+        if let Some(root) = root.to_str() {
+            let before = self.dirs.len();
+            self.dirs.retain(|d, _| !below(d, root));
+            self.changed |= self.dirs.len() != before;
+        }
         self.dirs.extend(seen);
         found
     }
+}
+
+/// Whether the path `path` is `root` or below it, compared as text (both as the walk wrote
+/// them: no `.` or doubled `/`).
+fn below(path: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    path.strip_prefix(root)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || root.is_empty())
 }
 
 /// How old a directory's times must be for its read to be kept: coarse clocks tick in
@@ -149,6 +168,21 @@ struct Stamp {
 }
 
 impl Stamp {
+    /// The directory `dir`'s, looked up by name in `parent` where there is one, by path
+    /// otherwise; `None` when it is not a directory (a link, gone).
+    fn of_dir(parent: Option<&OwnedFd>, dir: &Path) -> Option<Self> {
+        let (Some(parent), Some(name)) = (parent, dir.file_name()) else {
+            let meta = std::fs::symlink_metadata(dir).ok()?;
+            return meta.is_dir().then(|| Self::of(&meta));
+        };
+        let st = crate::sys::stat_at(parent, name).ok()?;
+        (st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some(Stamp {
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+            ino: st.st_ino,
+        })
+    }
+
     fn of(meta: &std::fs::Metadata) -> Self {
         Stamp {
             mtime: (meta.mtime(), meta.mtime_nsec()),
@@ -275,7 +309,9 @@ mod tests {
         std::fs::remove_dir_all(root.join("a/b")).unwrap();
         let gone = index.candidates(&root, &Names);
         assert_eq!(gone, [(root.join("a/secret2"), false)]);
-        assert!(!index.dirs.contains_key(&root.join("a/b")));
+        assert!(!index.dirs.contains_key(root.join("a/b").to_str().unwrap()));
+        assert!(below("/a/b", "/a") && below("/a", "/a") && below("/a/b", "/"));
+        assert!(!below("/ab", "/a") && !below("/a", "/a/b"));
     }
 
     #[test]

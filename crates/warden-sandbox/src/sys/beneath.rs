@@ -176,3 +176,37 @@ pub(crate) fn seal_at(at: &OwnedFd, read_only: bool, recursive: bool) -> io::Res
         libc::AT_EMPTY_PATH as libc::c_uint,
     )
 }
+
+/// What `fstatat` says of `name` in the directory `dir` (a link not followed): the walk of a
+/// large tree looks one name up, not the whole path.
+pub(crate) fn stat_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<libc::stat> {
+    let name = cstr(name)?;
+    // SAFETY: fstatat fills the zeroed struct it is given, from a NUL-terminated name and a
+    // directory descriptor of ours.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &raw mut stat,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ))?;
+        Ok(stat)
+    }
+}
+
+/// An `O_PATH` descriptor of the directory `name` in `dir`, never through a link.
+pub(crate) fn open_dir_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<OwnedFd> {
+    let name = cstr(name)?;
+    // SAFETY: a NUL-terminated name and a directory descriptor of ours.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    check(fd)?;
+    // SAFETY: openat returned this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}

@@ -13,7 +13,7 @@ mod identity;
 pub(crate) mod inotify;
 mod mounts;
 pub(crate) use beneath::{
-    Make, clone_tree, is_dir, move_tree_to, open_beneath, open_path, seal_at,
+    Make, clone_tree, is_dir, move_tree_to, open_beneath, open_dir_at, open_path, seal_at, stat_at,
 };
 pub(crate) use cgroup::{fork_into_cgroup, fs_magic, writable, xattr};
 pub(crate) use identity::{
