@@ -28,6 +28,7 @@ exit 0
 
 /// What the second run's command checks: the workspace is the commit again.
 const PRISTINE: &str = r"cd /workspace
+echo ignored > build.log
 grep -q 'return s.lower()' slug.py || exit 51
 test -f docs/keep.md || exit 52
 test -e added.txt && exit 53
@@ -47,11 +48,23 @@ fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
     git(&p.root(), &["add", "."]);
     git(&p.root(), &["commit", "-q", "-m", "ignore logs"]);
     let commit = git(&p.root(), &["rev-parse", "HEAD"]).trim().to_owned();
-    let file = manifest(&p, "m.yaml", &test_and_patch(&p));
+    // Artifacts under the workspace are what the command left there: a new file, an edited one.
+    let text = test_and_patch(&p).replace(
+        "  collect:\n",
+        "  collect:\n    - /workspace/added.txt\n    - /workspace/test_slug.py\n",
+    );
+    let file = manifest(&p, "m.yaml", &text);
     let script = format!("COMMIT={commit}\n{CHANGES}");
     let (first, receipt) = run(&p, &file, &[], &script);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
     assert_eq!(receipt["exit_code"], 0, "{receipt}");
+
+    let stored_text = |path: &str| {
+        let a = artifact(&receipt, path);
+        std::fs::read_to_string(a["stored"].as_str().unwrap_or_else(|| panic!("{a}"))).unwrap()
+    };
+    assert_eq!(stored_text("/workspace/added.txt"), "added\n");
+    assert!(stored_text("/workspace/test_slug.py").ends_with("# changed\n"));
 
     // Every change is in the patch, which applies to the commit; the ignored file is not.
     let patch = artifact(&receipt, "patch");
@@ -193,4 +206,37 @@ fn a_workspace_mounted_twice_is_a_worktree_and_the_checkout_is_not_written() {
         "echo '# x' >> /workspace/slug.py && echo x > /workspace/added.txt && \
          if echo x >> /seen/slug.py 2>/dev/null; then exit 41; fi",
     );
+}
+
+#[test]
+fn a_forbidden_file_of_the_checkout_is_hidden_in_the_workspace_and_in_the_repository() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    repo(&p);
+    p.write("deploy.key", "the deploy key\n");
+    git(&p.root(), &["add", "."]);
+    git(&p.root(), &["commit", "-q", "-m", "a key"]);
+    let read = "cat /workspace/deploy.key /repo/deploy.key";
+    // Not forbidden, both are read.
+    let plain = manifest(&p, "m.yaml", &test_and_patch(&p));
+    let (open, receipt) = run(&p, &plain, &[], read);
+    assert_eq!(receipt["exit_code"], 0, "{}{}", open.stdout, open.stderr);
+    // Forbidden, neither is, and the rest of the checkout still is.
+    let text = test_and_patch(&p).replace(
+        "  forbidden_paths:\n",
+        "  forbidden_paths:\n    - /workspace/deploy.key\n    - /repo/deploy.key\n",
+    );
+    assert!(text.contains("- /repo/deploy.key"), "{text}");
+    let file = manifest(&p, "forbidden.yaml", &text);
+    for probe in ["cat /workspace/deploy.key", "cat /repo/deploy.key"] {
+        let script = format!("{probe} && exit 41; cat /workspace/slug.py /repo/slug.py >/dev/null");
+        let (hidden, receipt) = run(&p, &file, &[], &script);
+        assert_eq!(
+            receipt["exit_code"], 0,
+            "{probe}: {}{}",
+            hidden.stdout, hidden.stderr
+        );
+    }
 }

@@ -30,6 +30,22 @@ fn host_path(mounts: &[Bind], inside: &Path) -> Option<(PathBuf, PathBuf)> {
         })
 }
 
+/// Where a path inside the sandbox is on the host when the deepest mount holding it is an
+/// overlay's: in its upper layer, or in its lower layer where the upper has nothing there.
+fn overlaid(mounts: &[Bind], inside: &Path) -> Option<Result<(PathBuf, PathBuf), String>> {
+    let bind = mounts
+        .iter()
+        .filter(|b| inside.starts_with(&b.target))
+        .max_by_key(|b| b.target.components().count())?;
+    let layer = bind.layer.as_ref()?;
+    let rel = inside.strip_prefix(&bind.target).unwrap_or(inside);
+    Some(super::layered::seen_at(
+        &layer.join("upper"),
+        &bind.host,
+        rel,
+    ))
+}
+
 /// The declared artifacts that live in a scratch tmpfs: (declared path, source on the host
 /// as the helper sees it, where the helper copies it).
 pub(crate) fn scratch_sources(
@@ -175,8 +191,11 @@ pub(crate) fn artifacts(
                 None => Err("the sandbox did not report it".to_owned()),
             }
         } else {
-            match host_path(mounts, Path::new(declared)) {
-                Some((root, path)) => read_beneath(&root, &path),
+            match overlaid(mounts, Path::new(declared)).or_else(|| {
+                host_path(mounts, Path::new(declared)).map(|(root, path)| Ok((root, path)))
+            }) {
+                Some(Ok((root, path))) => read_beneath(&root, &path),
+                Some(Err(why)) => Err(why),
                 None => Err("under no mount".to_owned()),
             }
         };
@@ -257,6 +276,16 @@ pub(crate) fn patch(
     match made {
         Ok(bytes) => {
             let (clean, redactions) = redact(&bytes, &patterns, secrets);
+            // A redaction that changed which files the patch touches would store a patch other
+            // than the one made (and checked).
+            if redactions > 0
+                && super::layered::touched(&clean).ok() != super::layered::touched(&bytes).ok()
+            {
+                artifact.error =
+                    Some("redacting the patch changed which files it touches: not kept".to_owned());
+                receipt.artifacts.push(artifact);
+                return;
+            }
             match store(dir, "patch.diff", &clean) {
                 Ok((path, sha)) => {
                     artifact.stored = Some(path.display().to_string());
@@ -289,6 +318,21 @@ mod tests {
         );
         assert!(out.starts_with("ok\n"));
         assert_eq!(n, 3, "{out}");
+    }
+
+    #[test]
+    fn a_redaction_that_changes_what_a_patch_touches_is_seen() {
+        // A private key's start in one file and its end in the next: redacted across the
+        // second file's header, the patch would name other files than the one made.
+        let raw = "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n\
+            +++ b/a.txt\n@@ -0,0 +1 @@\n+-----BEGIN RSA PRIVATE KEY-----\n\
+            diff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n\
+            +++ b/b.txt\n@@ -0,0 +1 @@\n+-----END RSA PRIVATE KEY-----\n";
+        let (clean, n) = redact(raw.as_bytes(), &[], &[]);
+        assert!(n > 0);
+        let before = super::super::layered::touched(raw.as_bytes()).unwrap();
+        assert_eq!(before.len(), 2);
+        assert_ne!(super::super::layered::touched(&clean).ok(), Some(before));
     }
 
     #[test]

@@ -17,11 +17,42 @@ pub(crate) fn supported(dir: &Path) -> bool {
 /// The run's layer directory for an alias: `upper` (what the command wrote) and `work`
 /// (overlayfs's own).
 pub(crate) fn make_layer(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    // Only warden's: what the command leaves there (a set-id file, say) is no one else's to run.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     for part in ["upper", "work"] {
         let dir = path.join(part);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     Ok(())
+}
+
+/// Where `rel` of an overlay is on the host: in the upper layer `upper` where it has it (or
+/// something on the way), else in the lower layer `lower` (unless a directory on the way was
+/// made anew); a removed name is not there. The root and the path, for a read beneath it.
+pub(crate) fn seen_at(
+    upper: &Path,
+    lower: &Path,
+    rel: &Path,
+) -> Result<(PathBuf, PathBuf), String> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let mut at = upper.to_path_buf();
+    let mut lower_shows = true;
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_char_device() && m.rdev() == 0 => {
+                return Err("not there (removed)".to_owned());
+            }
+            Ok(m) if m.is_dir() => lower_shows &= !warden_sandbox::overlay_opaque(&at),
+            // A file or a link of the upper layer: read there (beneath, never followed).
+            Ok(_) => return Ok((upper.to_path_buf(), upper.join(rel))),
+            Err(_) if lower_shows => return Ok((lower.to_path_buf(), lower.join(rel))),
+            Err(_) => return Err("not there".to_owned()),
+        }
+    }
+    Ok((upper.to_path_buf(), upper.join(rel)))
 }
 
 /// What a command changed, by the names in the upper layer, relative to the overlay's root:
@@ -71,7 +102,7 @@ o="-c core.fsmonitor=false -c core.quotePath=false -c diff.ignoreSubmodules=all"
 o="$o -c submodule.recurse=false -c advice.addEmptyPathspec=false"
 xargs -0 -r git $o ls-files -z --others --exclude-standard --   < /.warden/worktree/changed > /.warden/worktree/untracked
 git $o add --intent-to-add --pathspec-from-file=/.warden/worktree/untracked --pathspec-file-nul
-xargs -0 -r git $o diff --binary --no-ext-diff --no-textconv --no-color   --ignore-submodules=all "$c" -- < /.warden/worktree/changed
+xargs -0 -r git $o diff --binary --no-ext-diff --no-textconv --no-color   --ignore-submodules=all --no-renames "$c" -- < /.warden/worktree/changed
 "#;
 
 /// The patch from `commit` of the workspace at `target`, whose upper layer is `upper`: made by
@@ -140,6 +171,10 @@ pub(crate) fn patch(
     if outcome.truncated {
         return Err("the patch is larger than 256 MiB: not kept".to_owned());
     }
+    if outcome.stdout.is_empty() {
+        // Only ignored files, or files touched and left as they were.
+        return Ok(Vec::new());
+    }
     within(&outcome.stdout, &names)?;
     Ok(outcome.stdout)
 }
@@ -147,6 +182,31 @@ pub(crate) fn patch(
 /// Checks that every path `patch` touches is one of `names` or below one, as the host's git
 /// reads the patch (`git apply --numstat -z`, which applies nothing).
 fn within(patch: &[u8], names: &[Vec<u8>]) -> Result<(), String> {
+    // git's numstat names a rename or copy by its new name alone: none is made here (the diff
+    // is asked for without), so one is forged.
+    let header = |l: &[u8]| l.starts_with(b"rename from ") || l.starts_with(b"copy from ");
+    if patch.split(|b| *b == b'\n').any(header) {
+        return Err(
+            "the patch renames or copies a file, which git here never writes: not kept".to_owned(),
+        );
+    }
+    let known = |path: &[u8]| {
+        names.iter().any(|n| {
+            path == n.as_slice() || (path.starts_with(n) && path.get(n.len()) == Some(&b'/'))
+        })
+    };
+    if let Some(stray) = touched(patch)?.into_iter().find(|p| !known(p)) {
+        return Err(format!(
+            "the patch names {}, which the command did not change: not kept",
+            String::from_utf8_lossy(&stray)
+        ));
+    }
+    Ok(())
+}
+
+/// Every path `patch` touches, as the host's git reads it (`git apply --numstat -z`, which
+/// applies nothing), both names of a rename.
+pub(crate) fn touched(patch: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     use std::io::Write as _;
     let mut cmd = warden_sandbox::git::plain(&std::env::temp_dir());
     cmd.args(["apply", "--numstat", "-z", "-"])
@@ -159,24 +219,20 @@ fn within(patch: &[u8], names: &[Vec<u8>]) -> Result<(), String> {
         let patch = patch.to_vec();
         std::thread::spawn(move || stdin.write_all(&patch))
     };
-    let out = child
+    let out_of = child
         .wait_with_output()
         .map_err(|e| format!("git apply: {e}"))?;
     let _ = writer.join();
-    if !out.status.success() {
+    if !out_of.status.success() {
         return Err(format!(
             "the patch does not read as one: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(&out_of.stderr).trim()
         ));
     }
-    let known = |path: &[u8]| {
-        names.iter().any(|n| {
-            path == n.as_slice() || (path.starts_with(n) && path.get(n.len()) == Some(&b'/'))
-        })
-    };
     // Records: `added TAB deleted TAB path NUL`, or for a rename `added TAB deleted TAB NUL
     // old NUL new NUL`.
-    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut out = Vec::new();
+    let mut fields = out_of.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
     while let Some(record) = fields.next() {
         let field = record.splitn(3, |b| *b == b'\t').nth(2).unwrap_or_default();
         let paths: Vec<&[u8]> = if field.is_empty() {
@@ -187,14 +243,9 @@ fn within(patch: &[u8], names: &[Vec<u8>]) -> Result<(), String> {
         } else {
             vec![field]
         };
-        if let Some(stray) = paths.into_iter().find(|p| !known(p)) {
-            return Err(format!(
-                "the patch names {}, which the command did not change: not kept",
-                String::from_utf8_lossy(stray)
-            ));
-        }
+        out.extend(paths.into_iter().map(<[u8]>::to_vec));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Makes what overlayfs left in a layer directory (its work directory, mode 0) removable by
@@ -245,8 +296,36 @@ mod tests {
         let renamed = "diff --git a/slug.py b/.envrc\nsimilarity index 100%\n\
             rename from slug.py\nrename to .envrc\n";
         let err = within(renamed.as_bytes(), &names(&["slug.py"])).unwrap_err();
-        assert!(err.contains(".envrc"), "{err}");
+        assert!(err.contains("renames"), "{err}");
+        let from_protected = "diff --git a/.envrc b/slug.py\nsimilarity index 100%\n\
+            rename from .envrc\nrename to slug.py\n";
+        let err = within(from_protected.as_bytes(), &names(&["slug.py"])).unwrap_err();
+        assert!(err.contains("renames"), "{err}");
         assert!(within(b"not a patch\n@@ x", &names(&["a"])).is_err());
+    }
+
+    #[test]
+    fn a_path_of_the_overlay_is_read_from_the_upper_layer_where_it_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (upper, lower) = (dir.path().join("upper"), dir.path().join("lower"));
+        std::fs::create_dir_all(upper.join("d")).unwrap();
+        std::fs::create_dir_all(lower.join("d")).unwrap();
+        std::fs::write(upper.join("d/new"), "new").unwrap();
+        std::fs::write(lower.join("d/old"), "old").unwrap();
+        let at = |rel: &str| seen_at(&upper, &lower, Path::new(rel)).map(|(_, p)| p);
+        assert_eq!(at("d/new").unwrap(), upper.join("d/new"));
+        assert_eq!(at("d/old").unwrap(), lower.join("d/old"));
+        assert_eq!(at("e/x").unwrap(), lower.join("e/x"));
+        // A removed name (overlayfs's whiteout: a character device 0:0, which needs root to
+        // make outside an overlay) is not there, whatever the lower layer holds.
+        let made = std::process::Command::new("mknod")
+            .arg(upper.join("d/old"))
+            .args(["c", "0", "0"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            assert!(at("d/old").unwrap_err().contains("removed"));
+        }
     }
 
     #[test]

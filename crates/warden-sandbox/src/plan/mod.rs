@@ -13,7 +13,7 @@ mod protect;
 
 pub use overlay::{Overlay, overlay_can_hold, overlay_opaque};
 pub(crate) use paths::target;
-use paths::{depth, named_id, real, visible, writable_bind, writable_binds};
+use paths::{depth, named_id, on_host, real, visible, writable_bind, writable_binds};
 use protect::{link_below, with_protections};
 
 /// The uid and gid the command runs as inside the sandbox: an ordinary user, whoever runs warden.
@@ -452,13 +452,16 @@ impl Plan {
             if !visible(&path, &mounts) {
                 continue;
             }
-            if path.is_dir() {
+            // What is there is looked at on the host, through the mount that shows it (a
+            // mount's target is not where its source is).
+            let host = on_host(&path, &mounts);
+            if host.is_dir() {
                 mounts.push(Mount::Tmpfs {
                     target: path,
                     writable: false,
                     size_mb: 1,
                 });
-            } else if path.exists() {
+            } else if host.exists() {
                 mounts.push(Mount::MaskFile { target: path });
             }
         }

@@ -46,6 +46,24 @@ pub(super) fn named_id(id: u32) -> Option<String> {
         })
 }
 
+/// Where `path` (inside the sandbox) is on the host: through the deepest bind holding it, else
+/// itself.
+pub(super) fn on_host(path: &Path, mounts: &[Mount]) -> PathBuf {
+    mounts
+        .iter()
+        .filter_map(|m| match m {
+            Mount::Bind { source, target, .. } if path.starts_with(target) => {
+                Some((target, source))
+            }
+            _ => None,
+        })
+        .max_by_key(|(target, _)| depth(target))
+        .map_or_else(
+            || path.to_path_buf(),
+            |(target, source)| source.join(path.strip_prefix(target).unwrap_or(path)),
+        )
+}
+
 /// Whether `path` would be visible through one of the mounts made so far.
 pub(super) fn visible(path: &Path, mounts: &[Mount]) -> bool {
     mounts.iter().any(|m| match m {
