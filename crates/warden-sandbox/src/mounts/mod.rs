@@ -203,16 +203,7 @@ fn git_overlay(plan: &Plan, k: usize) -> Result<(bool, OwnedFd), String> {
             by_fd.display()
         )
     });
-    let mounted = data.is_some_and(|data| {
-        sys::mount(
-            Some(Path::new("overlay")),
-            &by_fd,
-            Some("overlay"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&data),
-        )
-        .is_ok()
-    });
+    let mounted = data.is_some_and(|data| mount_overlay(&by_fd, &data).is_ok());
     if !mounted {
         step(
             format_args!("keeping {} read-only", git.display()),
@@ -247,18 +238,24 @@ fn overlay(layers: &Overlay) -> Result<OwnedFd, String> {
     );
     step(
         format_args!(
-            "the overlay at {} (overlayfs in a user namespace needs Linux 5.11)",
+            "the overlay at {} (overlayfs in a user namespace needs Linux 5.11, over an idmapped \
+             layer 5.19)",
             target.display()
         ),
-        sys::mount(
-            Some(Path::new("overlay")),
-            &by_fd,
-            Some("overlay"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&data),
-        ),
+        mount_overlay(&by_fd, &data),
     )?;
     sys::open_path(target).map_err(changed)
+}
+
+/// An overlayfs at `at` (a path or a descriptor's), with its layers in `data`.
+fn mount_overlay(at: &Path, data: &str) -> std::io::Result<()> {
+    sys::mount(
+        Some(Path::new("overlay")),
+        at,
+        Some("overlay"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(data),
+    )
 }
 
 /// Puts the idmapped tree of the writable root `source` at `target`; the sized scratch space
