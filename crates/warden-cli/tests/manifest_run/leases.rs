@@ -46,8 +46,7 @@ fn a_run_whose_warden_was_killed_is_reaped_when_its_lease_runs_out() {
     assert_eq!(out[0]["action"], "cancelled", "{out}");
     assert_eq!(out[0]["errors"], serde_json::json!([]));
     assert!(!dir.join("workspace").exists());
-    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
-    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    only_the_main_worktree(&p);
     let receipt: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("receipt.json")).unwrap()).unwrap();
     assert_eq!(receipt["status"], "reaped");

@@ -164,8 +164,7 @@ fn a_test_and_patch_run_gives_a_patch_a_report_a_true_receipt_and_no_workspace()
     for alias in ["workspace", "repo", "run-scratch", "cache"] {
         assert!(!dir.join(alias).exists(), "{alias} left behind");
     }
-    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
-    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    only_the_main_worktree(&p);
     assert_eq!(
         std::fs::read_to_string(p.root().join("slug.py")).unwrap(),
         "def slug(s):\n    return s.lower()\n"
@@ -340,8 +339,7 @@ fn links_that_leave_the_checkout_are_refused_before_anything_runs() {
         "{receipt}"
     );
     assert_eq!(receipt["cleanup"]["workspace_destroyed"], true);
-    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
-    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    only_the_main_worktree(&p);
 }
 
 #[test]
@@ -420,6 +418,12 @@ fn report_only_mode_reports_a_path_the_manifest_did_not_declare() {
     );
     assert!(report["duration_seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(receipt["denied"]["filesystem_denials"], 1);
+}
+
+/// git lists the repository's own worktree and no other: every run's is gone.
+fn only_the_main_worktree(p: &Project) {
+    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
 }
 
 /// Waits for `path` to exist.

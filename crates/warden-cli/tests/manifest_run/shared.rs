@@ -37,6 +37,13 @@ grep -q changed test_slug.py && exit 55
 exit 0
 ";
 
+/// `path` written with `text` and committed.
+fn committed(p: &Project, path: &str, text: &str, message: &str) {
+    p.write(path, text);
+    git(&p.root(), &["add", "."]);
+    git(&p.root(), &["commit", "-q", "-m", message]);
+}
+
 #[test]
 fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
     let p = Project::new();
@@ -44,9 +51,7 @@ fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
         return;
     }
     repo(&p);
-    p.write(".gitignore", "*.log\n");
-    git(&p.root(), &["add", "."]);
-    git(&p.root(), &["commit", "-q", "-m", "ignore logs"]);
+    committed(&p, ".gitignore", "*.log\n", "ignore logs");
     let commit = git(&p.root(), &["rev-parse", "HEAD"]).trim().to_owned();
     // Artifacts under the workspace are what the command left there: a new file, an edited one.
     let text = test_and_patch(&p).replace(
@@ -129,8 +134,7 @@ fn a_commits_checkout_is_made_once_and_nothing_a_command_does_reaches_it() {
             );
         }
     }
-    let worktrees = git(&p.root(), &["worktree", "list", "--porcelain"]);
-    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    only_the_main_worktree(&p);
 }
 
 #[test]
@@ -215,9 +219,7 @@ fn a_forbidden_file_of_the_checkout_is_hidden_in_the_workspace_and_in_the_reposi
         return;
     }
     repo(&p);
-    p.write("deploy.key", "the deploy key\n");
-    git(&p.root(), &["add", "."]);
-    git(&p.root(), &["commit", "-q", "-m", "a key"]);
+    committed(&p, "deploy.key", "the deploy key\n", "a key");
     let read = "cat /workspace/deploy.key /repo/deploy.key";
     // Not forbidden, both are read.
     let plain = manifest(&p, "m.yaml", &test_and_patch(&p));

@@ -18,27 +18,25 @@ use crate::schema::{Alias, Manifest};
 /// The largest artifact collected.
 const MAX_ARTIFACT: u64 = 64 * 1024 * 1024;
 
-/// The host path behind a path inside the sandbox: through the deepest mount holding it.
-fn host_path(mounts: &[Bind], inside: &Path) -> Option<(PathBuf, PathBuf)> {
+/// The deepest mount holding a path inside the sandbox, and the path below its target.
+fn deepest<'a>(mounts: &'a [Bind], inside: &'a Path) -> Option<(&'a Bind, &'a Path)> {
     mounts
         .iter()
         .filter(|b| inside.starts_with(&b.target))
         .max_by_key(|b| b.target.components().count())
-        .map(|b| {
-            let rel = inside.strip_prefix(&b.target).unwrap_or(inside);
-            (b.host.clone(), b.host.join(rel))
-        })
+        .map(|b| (b, inside.strip_prefix(&b.target).unwrap_or(inside)))
+}
+
+/// The host path behind a path inside the sandbox: through the deepest mount holding it.
+fn host_path(mounts: &[Bind], inside: &Path) -> Option<(PathBuf, PathBuf)> {
+    deepest(mounts, inside).map(|(b, rel)| (b.host.clone(), b.host.join(rel)))
 }
 
 /// Where a path inside the sandbox is on the host when the deepest mount holding it is an
 /// overlay's: in its upper layer, or in its lower layer where the upper has nothing there.
 fn overlaid(mounts: &[Bind], inside: &Path) -> Option<Result<(PathBuf, PathBuf), String>> {
-    let bind = mounts
-        .iter()
-        .filter(|b| inside.starts_with(&b.target))
-        .max_by_key(|b| b.target.components().count())?;
+    let (bind, rel) = deepest(mounts, inside)?;
     let layer = bind.layer.as_ref()?;
-    let rel = inside.strip_prefix(&bind.target).unwrap_or(inside);
     Some(super::layered::seen_at(
         &layer.join("upper"),
         &bind.host,

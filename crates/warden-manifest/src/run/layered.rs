@@ -9,11 +9,6 @@ use warden_sandbox::{Output, Plan, Request, Sandbox};
 /// Where git's directory of a shared checkout appears inside (the run's own, with its index).
 pub(crate) const WORKTREE_INSIDE: &str = "/.warden/worktree";
 
-/// Whether an overlay inside the sandbox can have its upper layer under `dir`.
-pub(crate) fn supported(dir: &Path) -> bool {
-    warden_sandbox::overlay_can_hold(dir)
-}
-
 /// The run's layer directory for an alias: `upper` (what the command wrote) and `work`
 /// (overlayfs's own).
 pub(crate) fn make_layer(path: &Path) -> Result<(), String> {
@@ -131,17 +126,20 @@ pub(crate) fn patch(
         .map(str::to_owned)
         .collect();
     request.cwd = Some(target.to_path_buf());
+    // The environment warden's own git runs with on the host, and no other.
+    let host_git = warden_sandbox::git::plain(target);
     request.env = [
         ("PATH", "/usr/bin:/bin"),
         ("HOME", "/tmp"),
         ("LANG", "C.UTF-8"),
-        ("GIT_CONFIG_NOSYSTEM", "1"),
-        ("GIT_CONFIG_GLOBAL", "/dev/null"),
-        ("GIT_TERMINAL_PROMPT", "0"),
-        ("GIT_NO_REPLACE_OBJECTS", "1"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .chain(
+        host_git
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned()))),
+    )
     .collect();
     request.network = false;
     request.proxy_port = None;

@@ -58,7 +58,7 @@ pub(super) fn setup(
     // the checkout itself), nor when observing (the repository is writable then), nor for an
     // alias mounted twice; an overlay not when the workspace is kept, writable only in part,
     // nested with another mount, or where overlayfs cannot hold the layer.
-    let layers = m.cleanup.delete_workspace && super::layered::supported(&dir.root);
+    let layers = m.cleanup.delete_workspace && warden_sandbox::overlay_can_hold(&dir.root);
     for mount in &m.filesystem.mounts {
         let rw = mount.mode == Mode::ReadWrite;
         let alias = mount.alias();
@@ -155,6 +155,10 @@ fn shared(
     commit: &str,
     rw: bool,
 ) -> Result<(PathBuf, Option<PathBuf>), String> {
+    let path = dir.alias(alias);
+    if setup.resolved(alias).is_some() {
+        return Err(format!("{}: shared twice", alias.as_str()));
+    }
     if setup.checkout.is_none() {
         let repo = setup.repo.as_ref().ok_or("no repository")?;
         let dir = super::checkout::checkouts_dir(&options.runs_dir);
@@ -165,10 +169,6 @@ fn shared(
         .as_ref()
         .map(|c| c.tree.clone())
         .unwrap_or_default();
-    let path = dir.alias(alias);
-    if setup.resolved(alias).is_some() {
-        return Err(format!("{}: shared twice", alias.as_str()));
-    }
     std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     setup.resolved.push(Resolved {
         alias,

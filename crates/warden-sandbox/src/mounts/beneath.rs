@@ -35,7 +35,8 @@ pub(super) fn make(
 ) -> Result<OwnedFd, String> {
     let target = crate::plan::target(mount);
     // Below an overlay, that overlay is the root: what its lower layer holds is reached there.
-    let (root_target, root_source) = plan.overlay_above(target).unwrap_or(root);
+    let overlay = plan.overlay_above(target);
+    let (root_target, root_source) = overlay.unwrap_or(root);
     let rest = target.strip_prefix(root_target).unwrap_or(target);
     let changed = |e: std::io::Error| {
         format!(
@@ -51,7 +52,7 @@ pub(super) fn make(
             // the command's to write. A directory on the way to a protected name not there yet
             // is made there (in the upper layer), as a placeholder is on the host elsewhere.
             let from = match source.strip_prefix(root_source) {
-                Ok(below) if plan.overlaid(root_target) => {
+                Ok(below) if overlay.is_some() => {
                     match sys::open_beneath(&top, below, Make::Nothing) {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                             sys::open_beneath(&top, below, Make::Dir)
