@@ -421,6 +421,11 @@ pub struct ExecArgs {
     /// Run without any sandbox (prints a warning every time).
     #[arg(long = "no-sandbox")]
     pub no_sandbox: bool,
+    /// Run the command in a warm sandbox, as a session's commands run: a helper that builds the
+    /// sandbox once and a cell forked from it for the command (native backend; where a warm
+    /// sandbox cannot serve the command, its own helper runs it).
+    #[arg(long)]
+    pub warm: bool,
     /// Capture the streams and print one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -47,6 +47,9 @@ impl Project {
     /// as root it runs commands as root, which the user must choose knowingly: here, by a
     /// settings file given on the command line.
     pub(crate) fn backend_args<'a>(&'a self, backend: &'a str) -> Vec<&'a str> {
+        if backend == "warm" {
+            return vec!["--backend", "native", "--warm"];
+        }
         let mut args = vec!["--backend", backend];
         if backend == "bwrap" && is_root() {
             args.extend(["--settings", self.bwrap_settings.as_str()]);
@@ -184,6 +187,41 @@ pub(crate) fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
     p.run(&args)
 }
 
+/// [`exec`] twice, in a sandbox of its own and then in a warm sandbox (`--warm`, as a session's
+/// commands run), which must agree: the same exit code, and the same output and signal where
+/// the command ran. Returns the first. Flags that choose a backend run once, as given.
+pub(crate) fn exec_both(p: &Project, flags: &[&str], script: &str) -> Run {
+    let own = exec(p, flags, script);
+    if flags.contains(&"--backend") {
+        return own;
+    }
+    let warm = exec(p, &[flags, &["--warm"]].concat(), script);
+    let fields = |run: &Run| {
+        serde_json::from_str::<Value>(&run.stdout)
+            .ok()
+            .map(|v| ["exitCode", "signal", "timedOut", "stdout", "stderr"].map(|k| v[k].clone()))
+    };
+    assert_eq!(
+        (own.code, fields(&own)),
+        (warm.code, fields(&warm)),
+        "{script}: its own sandbox and a warm one disagree\nown: {} {}\nwarm: {} {}",
+        own.stdout,
+        own.stderr,
+        warm.stdout,
+        warm.stderr
+    );
+    if let Some(layers) = serde_json::from_str::<Value>(&warm.stdout)
+        .ok()
+        .and_then(|v| v["sandbox"]["layers"].as_array().cloned())
+    {
+        assert!(
+            layers.iter().any(|l| l == "warm-sandbox"),
+            "{script}: ran in its own sandbox, not a warm one: {layers:?}"
+        );
+    }
+    own
+}
+
 /// Whether the kernel gives us the sandbox; in CI (`WARDEN_REQUIRE_KERNEL`) it must.
 pub(crate) fn sandbox_available(p: &Project) -> bool {
     // The doctor tries every layer: once for the whole test binary.
@@ -251,17 +289,17 @@ pub(crate) fn is_root() -> bool {
     })
 }
 
-/// The sandbox backends to test here: native, and bwrap where it is installed (in CI it must
-/// be).
+/// The sandbox backends to test here: native, native in a warm sandbox (`warm`, as a session's
+/// commands run), and bwrap where it is installed (in CI it must be).
 pub(crate) fn backends() -> Vec<&'static str> {
     if Command::new("bwrap").arg("--version").output().is_ok() {
-        return vec!["native", "bwrap"];
+        return vec!["native", "warm", "bwrap"];
     }
     assert!(
         std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
         "bwrap is required here (.ci/run installs it)"
     );
-    vec!["native"]
+    vec!["native", "warm"]
 }
 
 /// Runs `argv` on a new pseudo-terminal (its controlling terminal and standard streams),

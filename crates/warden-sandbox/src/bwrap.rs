@@ -202,7 +202,10 @@ impl Backend for Bwrap {
         })?;
         drop(status_write);
         drop(fds);
-        let readers = Readers::start(&mut child, plan.limits.output_bytes);
+        let readers = Readers::start(
+            crate::process::streams(&mut child),
+            plan.limits.output_bytes,
+        );
         crate::spawn::running_add(child.id());
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.

@@ -67,14 +67,11 @@ pub(crate) struct Readers([Option<Reading>; 2]);
 type Reading = std::thread::JoinHandle<(Vec<u8>, bool)>;
 
 impl Readers {
-    /// Starts reading whichever of `child`'s stdout and stderr are piped, keeping at most
+    /// Starts reading whichever of a command's stdout and stderr are piped, keeping at most
     /// `output_bytes` of each.
-    pub(crate) fn start(child: &mut std::process::Child, output_bytes: Option<u64>) -> Self {
+    pub(crate) fn start(streams: [Option<std::fs::File>; 2], output_bytes: Option<u64>) -> Self {
         let limit = output_bytes.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
-        Self([
-            child.stdout.take().map(|s| reader(s, limit)),
-            child.stderr.take().map(|s| reader(s, limit)),
-        ])
+        Self(streams.map(|s| s.map(|s| reader(s, limit))))
     }
 
     /// What each stream gave, and whether it was cut at the limit; empty for a stream not piped.

@@ -39,6 +39,10 @@ pub(crate) struct Status {
     pub layers: Vec<String>,
     /// Why the sandbox could not be built; nothing ran.
     pub error: Option<String>,
+    /// The warm sandbox it was to run in no longer matches the host (see
+    /// [`crate::mounts::unchanged`]); nothing ran, and a new sandbox may run it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
     /// What became of each file to collect, in the plan's order.
     #[serde(default)]
     pub collected: Vec<Collected>,
@@ -73,6 +77,9 @@ pub struct Usage {
 
 /// The helper's whole life. Never returns.
 pub fn main() -> ! {
+    if std::env::args_os().nth(2).is_some_and(|a| a == "warm") {
+        crate::warm::zygote::main();
+    }
     // Take the status pipe first, before namespaces change what paths mean.
     let out = status_pipe();
     let mut plan_json = String::new();
@@ -111,50 +118,18 @@ fn run(plan: &Plan) -> Status {
         error: Some(format!("{layer}: {err}")),
         ..Status::default()
     };
-    if let Err(err) = sys::set_parent_death_signal() {
-        return failed("parent-death signal", err);
-    }
-    let (uid, gid) = sys::ids();
     // The mount namespace is the child's alone (it unshares it itself), so that its pivot_root
     // leaves this process where it was.
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    if !plan.network {
-        flags |= libc::CLONE_NEWNET;
-    }
-    let trees = if let Some(id) = plan.run_as {
-        match enter_as_root(plan, uid, gid, id) {
-            Ok(trees) => trees,
-            Err(error) => {
-                return Status {
-                    exit_code: 126,
-                    error: Some(error),
-                    ..Status::default()
-                };
-            }
+    let trees = match enter(plan, libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
+        Ok(trees) => trees,
+        Err(error) => {
+            return Status {
+                exit_code: 126,
+                error: Some(error),
+                ..Status::default()
+            };
         }
-    } else {
-        // Its own user namespace, the user's id mapped as the command's.
-        flags |= libc::CLONE_NEWUSER;
-        Vec::new()
     };
-    if let Err(err) = sys::unshare(flags) {
-        return failed(
-            "user, mount, PID and network namespaces (unshare failed; user namespaces may be disabled: check /proc/sys/user/max_user_namespaces and kernel.unprivileged_userns_clone)",
-            err,
-        );
-    }
-    if plan.run_as.is_none() {
-        let maps = [
-            ("/proc/self/setgroups", "deny".to_owned()),
-            ("/proc/self/uid_map", format!("{INSIDE_ID} {uid} 1")),
-            ("/proc/self/gid_map", format!("{INSIDE_ID} {gid} 1")),
-        ];
-        for (file, content) in maps {
-            if let Err(err) = fs::write(file, content) {
-                return failed(&format!("user namespace id map ({file})"), err);
-            }
-        }
-    }
     if !plan.network
         && let Some(port) = plan.proxy_port
         && let Err(err) = bridge(port)
@@ -170,6 +145,61 @@ fn run(plan: &Plan) -> Status {
         Ok(f) => f,
         Err(err) => return failed("seccomp filter", err),
     };
+    let status = command(plan, |error_fd| {
+        child_main(plan, &filters, error_fd, &trees)
+    });
+    drop(trees);
+    status
+}
+
+/// Enters the sandbox's user namespace (with the command's id mapped), its UTS namespace, its
+/// network namespace unless the plan has the network, and those in `flags`. Returns the
+/// idmapped trees of the writable binds when warden runs as root (see [`enter_as_root`]).
+pub(crate) fn enter(plan: &Plan, flags: libc::c_int) -> Result<Vec<Option<OwnedFd>>, String> {
+    let failed = |layer: &str, err: std::io::Error| format!("{layer}: {err}");
+    sys::set_parent_death_signal().map_err(|err| failed("parent-death signal", err))?;
+    let (uid, gid) = sys::ids();
+    let mut flags = flags | libc::CLONE_NEWUTS;
+    if !plan.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let trees = if let Some(id) = plan.run_as {
+        enter_as_root(plan, uid, gid, id)?
+    } else {
+        // Its own user namespace, the user's id mapped as the command's.
+        flags |= libc::CLONE_NEWUSER;
+        Vec::new()
+    };
+    sys::unshare(flags).map_err(|err| {
+        failed(
+            "user, mount, PID and network namespaces (unshare failed; user namespaces may be \
+             disabled: check /proc/sys/user/max_user_namespaces and \
+             kernel.unprivileged_userns_clone)",
+            err,
+        )
+    })?;
+    if plan.run_as.is_none() {
+        let maps = [
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{INSIDE_ID} {uid} 1")),
+            ("/proc/self/gid_map", format!("{INSIDE_ID} {gid} 1")),
+        ];
+        for (file, content) in maps {
+            fs::write(file, content)
+                .map_err(|err| failed(&format!("user namespace id map ({file})"), err))?;
+        }
+    }
+    Ok(trees)
+}
+
+/// Forks the command's process, has it run `body` (which becomes the command, or returns why it
+/// could not) with the write end of the error pipe, waits for it and reports.
+pub(crate) fn command(plan: &Plan, body: impl FnOnce(i32) -> String) -> Status {
+    let failed = |layer: &str, err: std::io::Error| Status {
+        exit_code: 126,
+        error: Some(format!("{layer}: {err}")),
+        ..Status::default()
+    };
     let (error_read, error_write) = match sys::pipe() {
         Ok(p) => p,
         Err(err) => return failed("error pipe", err),
@@ -180,13 +210,12 @@ fn run(plan: &Plan) -> Status {
     };
     if child == 0 {
         drop(error_read);
-        let err = child_main(plan, &filters, error_write.as_raw_fd(), &trees);
+        let err = body(error_write.as_raw_fd());
         let mut pipe = fs::File::from(error_write);
         let _ = pipe.write_all(err.as_bytes());
         sys::exit(126);
     }
     drop(error_write);
-    drop(trees);
     let mut status = wait(plan, child, error_read);
     if status.error.is_none() {
         // Every process of the sandbox is gone with its PID 1: nothing can change these now.
@@ -488,52 +517,63 @@ fn child_main(
     let result = (|| -> Result<String, String> {
         step("parent-death signal", sys::set_parent_death_signal())?;
         step("mount namespace", sys::unshare(libc::CLONE_NEWNS))?;
-        crate::mounts::build(plan, trees)?;
-        step("working directory", std::env::set_current_dir(&plan.cwd))?;
+        crate::mounts::build(plan, trees, crate::mounts::Part::Whole)?;
         step("hostname", sys::sethostname("warden"))?;
         if !plan.network {
             step("loopback in the network namespace", sys::loopback_up())?;
         }
-        limits(plan)?;
-        step(
-            "closing inherited descriptors",
-            sys::close_except(3, error_fd),
-        )?;
-        let program = find_program(plan)
-            .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
-        // As root: from here on the command is the unprivileged id, on the host too.
-        let switch_to = plan.run_as.map(|_| (INSIDE_ID, INSIDE_ID));
-        step("capabilities", sys::drop_capabilities(switch_to))?;
-        if switch_to.is_some() {
-            // A change of identity clears the parent-death signal: set it again, then make sure
-            // the helper did not die in between (it holds the other end of the error pipe).
-            step("parent-death signal", sys::set_parent_death_signal())?;
-            if sys::reader_gone(error_fd) {
-                sys::exit(126);
-            }
-        }
-        step("no_new_privs", sys::set_no_new_privs())?;
-        let enforced = crate::landlock::restrict(plan)?;
-        if plan.require_landlock && !enforced {
-            return Err(
-                "landlock: required by [sandbox] require_landlock, but this kernel does \
-                        not enforce it (it needs Linux 5.13 or newer with landlock in the lsm= \
-                        boot parameter); nothing ran"
-                    .to_owned(),
-            );
-        }
-        step("seccomp", seccomp::install(filters))?;
-        let mut argv = vec![plan.program.clone()];
-        argv.extend(plan.args.iter().cloned());
-        Err(format!(
-            "{}: {}",
-            program.display(),
-            sys::execve(&program, &argv, &plan.env)
-        ))
+        become_command(plan, filters, error_fd)
     })();
     match result {
         Ok(never) | Err(never) => never,
     }
+}
+
+/// The last steps, in the sandbox's file system: the working directory, limits, descriptors,
+/// identity, `no_new_privs`, Landlock, seccomp, then the program. Returns only why it could not.
+pub(crate) fn become_command(
+    plan: &Plan,
+    filters: &[seccompiler::BpfProgram],
+    error_fd: i32,
+) -> Result<String, String> {
+    let step = |what: &str, result: std::io::Result<()>| result.map_err(|e| format!("{what}: {e}"));
+    step("working directory", std::env::set_current_dir(&plan.cwd))?;
+    limits(plan)?;
+    step(
+        "closing inherited descriptors",
+        sys::close_except(3, error_fd),
+    )?;
+    let program = find_program(plan)
+        .ok_or_else(|| format!("{}: command not found in the sandbox", plan.program))?;
+    // As root: from here on the command is the unprivileged id, on the host too.
+    let switch_to = plan.run_as.map(|_| (INSIDE_ID, INSIDE_ID));
+    step("capabilities", sys::drop_capabilities(switch_to))?;
+    if switch_to.is_some() {
+        // A change of identity clears the parent-death signal: set it again, then make sure
+        // the helper did not die in between (it holds the other end of the error pipe).
+        step("parent-death signal", sys::set_parent_death_signal())?;
+        if sys::reader_gone(error_fd) {
+            sys::exit(126);
+        }
+    }
+    step("no_new_privs", sys::set_no_new_privs())?;
+    let enforced = crate::landlock::restrict(plan)?;
+    if plan.require_landlock && !enforced {
+        return Err(
+            "landlock: required by [sandbox] require_landlock, but this kernel does not \
+             enforce it (it needs Linux 5.13 or newer with landlock in the lsm= boot \
+             parameter); nothing ran"
+                .to_owned(),
+        );
+    }
+    step("seccomp", seccomp::install(filters))?;
+    let mut argv = vec![plan.program.clone()];
+    argv.extend(plan.args.iter().cloned());
+    Err(format!(
+        "{}: {}",
+        program.display(),
+        sys::execve(&program, &argv, &plan.env)
+    ))
 }
 
 fn limits(plan: &Plan) -> Result<(), String> {

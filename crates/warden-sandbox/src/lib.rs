@@ -24,12 +24,14 @@ mod mounts;
 mod placeholder;
 mod plan;
 mod probe;
+mod process;
 mod seatbelt;
 mod seccomp;
 mod spare;
 mod spawn;
 mod sys;
 mod toolchains;
+mod warm;
 
 pub use backend::{Backend, Seatbelt};
 pub use bwrap::Bwrap;

@@ -4,7 +4,7 @@
 //! another sandbox still uses them: each user holds a shared `flock` on the directory while its
 //! command runs, and only the last one (the one that gets the exclusive lock) removes it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,24 @@ fn made_above() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
     MADE_ABOVE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The placeholders this process holds now, with how many hold each.
+static HELD_HERE: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
+
+fn held_here() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, usize>> {
+    HELD_HERE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `path` is a placeholder this process holds, or a directory made above one, and still
+/// an empty directory: for planning, it is not there (a warm sandbox holds its placeholders
+/// between commands, and the next command's plan must be the same as if they were gone).
+pub(crate) fn made_here(path: &Path) -> bool {
+    let ours = held_here().contains_key(path) || made_above().contains(path);
+    ours && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 impl Placeholders {
@@ -74,6 +92,7 @@ fn hold(path: &Path) -> Result<Held, String> {
         };
         lock.lock_shared().map_err(err)?;
         if same(&lock, path) {
+            *held_here().entry(path.to_path_buf()).or_default() += 1;
             return Ok(Held {
                 path: path.to_path_buf(),
                 lock,
@@ -97,6 +116,15 @@ fn same(file: &File, path: &Path) -> bool {
 impl Drop for Placeholders {
     fn drop(&mut self) {
         for held in self.0.drain(..).rev() {
+            {
+                let mut here = held_here();
+                if let Some(count) = here.get_mut(&held.path) {
+                    *count -= 1;
+                    if *count == 0 {
+                        here.remove(&held.path);
+                    }
+                }
+            }
             // The exclusive lock is had only when no other sandbox holds the placeholder.
             if held.lock.try_lock().is_ok() && same(&held.lock, &held.path) {
                 let _ = std::fs::remove_dir(&held.path);

@@ -12,20 +12,21 @@
 //! limits and output of the last command and used only by one with the same.
 
 use std::os::fd::AsRawFd as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak, mpsc};
 
 use crate::cgroup::Cgroup;
 use crate::plan::{Limits, Plan};
+use crate::process::{Process, streams};
 use crate::spawn::{HELPER_ARG, Output, SandboxError, running_add, running_remove};
 use crate::sys;
 
 /// What a helper was started for: the limits its cgroups hold and where its output goes.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Key {
-    limits: Limits,
-    output: Output,
+    pub(crate) limits: Limits,
+    pub(crate) output: Output,
 }
 
 impl Key {
@@ -48,7 +49,9 @@ impl Key {
 /// A helper process, started and waiting for its plan.
 #[derive(Debug)]
 pub(crate) struct Started {
-    pub(crate) child: Child,
+    pub(crate) process: Process,
+    /// The read ends of its standard output and error, where they are captured.
+    pub(crate) streams: [Option<std::fs::File>; 2],
     /// The read end of the status pipe (the helper's fd 3).
     pub(crate) status: std::fs::File,
     /// The write end of the plan pipe (the helper's fd 4).
@@ -86,13 +89,14 @@ impl Started {
             }
             sys::place_fds(&raw)
         });
-        let child = command.spawn().map_err(|source| SandboxError::Helper {
+        let mut child = command.spawn().map_err(|source| SandboxError::Helper {
             helper: helper.to_path_buf(),
             source,
         })?;
         running_add(child.id());
         Ok(Started {
-            child,
+            streams: streams(&mut child),
+            process: Process::Helper(child),
             status: std::fs::File::from(status_read),
             plan: std::fs::File::from(plan_write),
             group,
@@ -100,10 +104,10 @@ impl Started {
     }
 
     /// Ends a helper that was never handed a plan, and removes its groups.
-    fn discard(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        running_remove(self.child.id());
+    pub(crate) fn discard(mut self) {
+        self.process.kill();
+        self.process.wait();
+        running_remove(self.process.id());
     }
 }
 
@@ -131,26 +135,32 @@ impl Slot {
         }
     }
 
+    /// Ends the spare waiting now.
+    pub(crate) fn close(&self) {
+        let taken = self
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((_, started)) = taken {
+            started.discard();
+        }
+    }
+
     /// The process id of the spare waiting now.
     pub(crate) fn pid(&self) -> Option<u32> {
         self.spare
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            .map(|(_, s)| s.child.id())
+            .map(|(_, s)| s.process.id())
     }
 
     /// Asks for a spare for `key`, started on the maker's thread.
     pub(crate) fn request(self: &Arc<Self>, helper: &Path, key: Key) {
-        let job = Job {
-            helper: helper.to_path_buf(),
-            key,
-            slot: Arc::downgrade(self),
-        };
-        let _ = maker()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(job);
+        let helper = helper.to_path_buf();
+        let slot = Arc::downgrade(self);
+        on_maker(move || make(&helper, key, &slot));
     }
 }
 
@@ -167,14 +177,29 @@ impl Drop for Slot {
     }
 }
 
-struct Job {
-    helper: PathBuf,
-    key: Key,
-    slot: Weak<Slot>,
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `job` on the one thread that starts helpers. It never ends: a helper gets its
+/// parent-death signal when the thread that started it ends, and a helper started ahead may
+/// serve a command long after. Without the thread, `job` never runs.
+pub(crate) fn on_maker(job: impl FnOnce() + Send + 'static) {
+    let _ = maker()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send(Box::new(job));
 }
 
-/// The one thread that starts spares. It never ends: a helper gets its parent-death signal
-/// when the thread that started it ends, and a spare may serve a command long after.
+/// Runs `job` on the maker's thread and waits for what it gives (`None` without the thread).
+pub(crate) fn on_maker_wait<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (send, receive) = mpsc::channel();
+    on_maker(move || {
+        let _ = send.send(job());
+    });
+    receive.recv().ok()
+}
+
 fn maker() -> &'static Mutex<mpsc::Sender<Job>> {
     static MAKER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
     MAKER.get_or_init(|| {
@@ -183,7 +208,7 @@ fn maker() -> &'static Mutex<mpsc::Sender<Job>> {
             .name("warden-spare-helper".to_owned())
             .spawn(move || {
                 for job in receive {
-                    make(job);
+                    job();
                 }
                 // Every sender is gone only when the process ends; stay, for the helpers.
                 loop {
@@ -196,21 +221,21 @@ fn maker() -> &'static Mutex<mpsc::Sender<Job>> {
     })
 }
 
-fn make(job: Job) {
-    let Some(slot) = job.slot.upgrade() else {
+fn make(helper: &Path, key: Key, slot: &Weak<Slot>) {
+    let Some(slot) = slot.upgrade() else {
         return;
     };
-    let Ok(group) = Cgroup::create(&job.key.limits) else {
+    let Ok(group) = Cgroup::create(&key.limits) else {
         return;
     };
-    let Ok(started) = Started::spawn(&job.helper, group, job.key.output, None) else {
+    let Ok(started) = Started::spawn(helper, group, key.output, None) else {
         return;
     };
     let old = slot
         .spare
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .replace((job.key, started));
+        .replace((key, started));
     if let Some((_, old)) = old {
         old.discard();
     }

@@ -16,8 +16,10 @@ use crate::helper::Status;
 use crate::history::Layers;
 use crate::placeholder::Placeholders;
 use crate::plan::Plan;
+use crate::process::Process;
 use crate::spare::{Key, Slot, Started};
 use crate::sys;
+use crate::warm::Warm;
 
 /// The argument that makes the `warden` binary act as the sandbox helper.
 pub const HELPER_ARG: &str = "__sandbox-helper";
@@ -95,6 +97,8 @@ pub struct Sandbox {
     helper: PathBuf,
     /// The spare helper of a session's sandbox (see [`Sandbox::keep_spare`]).
     spare: Option<Arc<Slot>>,
+    /// The warm helper of a session's sandbox (see [`Sandbox::keep_warm`]).
+    warm: Option<Arc<Warm>>,
 }
 
 impl Sandbox {
@@ -103,7 +107,37 @@ impl Sandbox {
         Self {
             helper: helper.into(),
             spare: None,
+            warm: None,
         }
+    }
+
+    /// Keeps a warm helper per sandbox profile (see [`crate::warm`]): the namespaces and the
+    /// file system are made once, and each command runs in a cell forked from them with its
+    /// own PID and IPC namespaces, its own mount namespace copied from the kept one, its own
+    /// cgroups, limits, Landlock ruleset and seccomp filters. Commands whose plans a warm
+    /// helper cannot serve run as [`Sandbox::keep_spare`] says. For a long-lived process.
+    #[must_use]
+    pub fn keep_warm(mut self) -> Self {
+        self.warm = Some(Arc::default());
+        self.keep_spare()
+    }
+
+    /// Ends the helpers this sandbox keeps (the spare, the warm helpers and their spare cells)
+    /// once those being made now are made: for the end of a session, so that none is left
+    /// half-made when the process exits.
+    pub fn close(&self) {
+        let _ = crate::spare::on_maker_wait(|| ());
+        if let Some(warm) = &self.warm {
+            warm.close();
+        }
+        if let Some(slot) = &self.spare {
+            slot.close();
+        }
+    }
+
+    /// The process id of the warm helper kept now, if there is one.
+    pub fn warm_pid(&self) -> Option<u32> {
+        self.warm.as_ref().and_then(|w| w.pid())
     }
 
     /// Starts the next command's helper as soon as a command has ended, so that the next one
@@ -134,13 +168,27 @@ impl Sandbox {
         output: Output,
         serve: &mut dyn FnMut(std::net::TcpListener),
     ) -> Result<Outcome, SandboxError> {
-        let mut launched = self.launch(plan, output)?;
+        let mut launched = self.launch(plan, output, true)?;
         if let Some(listener) = launched.listener.take() {
             serve(listener);
         }
-        let readers = Readers::start(&mut launched.child, plan.limits.output_bytes);
-        let status = launched.finish();
-        let [stdout, stderr] = readers.join();
+        let readers = Readers::start(
+            std::mem::take(&mut launched.streams),
+            plan.limits.output_bytes,
+        );
+        let mut status = launched.finish();
+        let [mut stdout, mut stderr] = readers.join();
+        if let (Err(Unfinished::Stale(_)), Some(warm)) = (&status, &self.warm) {
+            // The warm helper no longer matches the host, and nothing ran: a new helper runs it.
+            warm.forget();
+            let mut launched = self.launch(plan, output, false)?;
+            let readers = Readers::start(
+                std::mem::take(&mut launched.streams),
+                plan.limits.output_bytes,
+            );
+            status = launched.finish();
+            [stdout, stderr] = readers.join();
+        }
         self.ready_next(plan, output);
         let mut outcome = status.map_err(|e| SandboxError::Setup(e.into_message()))?;
         outcome.truncated = stdout.1 || stderr.1;
@@ -165,7 +213,8 @@ impl Sandbox {
         plan: &Plan,
         serve: &mut dyn FnMut(std::net::TcpListener),
     ) -> Result<Running, SandboxError> {
-        let mut launched = self.launch(plan, Output::Capture)?;
+        // Not in a warm helper: a background command may outlive its profile.
+        let mut launched = self.launch(plan, Output::Capture, false)?;
         if let Some(listener) = launched.listener.take() {
             serve(listener);
         }
@@ -175,17 +224,10 @@ impl Sandbox {
             .output_bytes
             .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
         let streams = [Arc::new(Tail::new(limit)), Arc::new(Tail::new(limit))];
+        let [stdout, stderr] = std::mem::take(&mut launched.streams);
         let threads = [
-            launched
-                .child
-                .stdout
-                .take()
-                .map(|s| tail_reader(s, &streams[0])),
-            launched
-                .child
-                .stderr
-                .take()
-                .map(|s| tail_reader(s, &streams[1])),
+            stdout.map(|s| tail_reader(s, &streams[0])),
+            stderr.map(|s| tail_reader(s, &streams[1])),
         ];
         Ok(Running {
             launched: Some(launched),
@@ -200,14 +242,31 @@ impl Sandbox {
     /// command has ended, not while it starts: moving a process into a cgroup holds back every
     /// fork on the machine until an RCU grace period has passed, the starting command's too.
     fn ready_next(&self, plan: &Plan, output: Output) {
-        if let (Some(slot), Some(key)) = (&self.spare, Key::of(plan, output)) {
+        let Some(key) = Key::of(plan, output) else {
+            return;
+        };
+        if let Some(warm) = &self.warm
+            && warm.serves(plan)
+        {
+            warm.request(key);
+        } else if let Some(slot) = &self.spare {
             slot.request(&self.helper, key);
         }
     }
 
-    /// Starts the helper with the plan (the spare when there is one for it); the caller reads
-    /// the output and calls `finish`.
-    fn launch(&self, plan: &Plan, output: Output) -> Result<Launched, SandboxError> {
+    /// Starts the helper with the plan (a warm helper's cell when `warm` and there is one for
+    /// it, else the spare when there is one); the caller reads the output and calls `finish`.
+    fn launch(&self, plan: &Plan, output: Output, warm: bool) -> Result<Launched, SandboxError> {
+        if let Some(kept) = self.warm.as_ref().filter(|_| warm)
+            && let Some(cell) = kept.cell(&self.helper, plan, output)
+        {
+            match hand_over(cell, plan, None, true) {
+                Err(Handover::Gone) => kept.forget(),
+                Err(Handover::Failed(e)) => return Err(e),
+                Ok(launched) => return Ok(launched),
+            }
+            // The cell or its helper died before it was handed the plan: nothing ran.
+        }
         if let Some(slot) = &self.spare
             && let Some(key) = Key::of(plan, output)
             && let Some(spare) = slot.take(&key)
@@ -249,7 +308,8 @@ fn hand_over(
     spare: bool,
 ) -> Result<Launched, Handover> {
     let Started {
-        child,
+        process,
+        streams,
         status,
         plan: plan_pipe,
         group,
@@ -281,7 +341,8 @@ fn hand_over(
     let written = (&plan_pipe).write_all(json.as_bytes());
     drop(plan_pipe);
     let mut launched = Launched {
-        child,
+        process,
+        streams,
         status,
         started,
         group,
@@ -291,9 +352,9 @@ fn hand_over(
     };
     if written.is_err() && spare {
         // Gone before its plan: it is reaped and its groups removed with `launched`.
-        let _ = launched.child.kill();
-        let _ = launched.child.wait();
-        running_remove(launched.child.id());
+        launched.process.kill();
+        launched.process.wait();
+        running_remove(launched.process.id());
         return Err(Handover::Gone);
     }
     if let Some(ours) = bridge {
@@ -357,7 +418,9 @@ pub fn kill_running() {
 /// A helper that was started, with what must live as long as its command.
 #[derive(Debug)]
 struct Launched {
-    child: std::process::Child,
+    process: Process,
+    /// Its standard output and error, until the caller takes them.
+    streams: [Option<std::fs::File>; 2],
     status: std::fs::File,
     started: Instant,
     group: Cgroup,
@@ -374,13 +437,17 @@ impl Launched {
     fn finish(mut self) -> Result<Outcome, Unfinished> {
         let mut status_text = String::new();
         let _ = self.status.read_to_string(&mut status_text);
-        let _ = self.child.wait();
-        running_remove(self.child.id());
+        self.process.wait();
+        running_remove(self.process.id());
         let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let status: Status =
             serde_json::from_str(status_text.trim()).map_err(|_| Unfinished::NoStatus)?;
         if let Some(error) = status.error {
-            return Err(Unfinished::Failed(error));
+            return Err(if status.stale {
+                Unfinished::Stale(error)
+            } else {
+                Unfinished::Failed(error)
+            });
         }
         let mut layers = status.layers;
         layers.extend(self.group.holds.iter().map(|c| format!("cgroup-{c}")));
@@ -414,6 +481,8 @@ enum Unfinished {
     NoStatus,
     /// It could not build the sandbox; nothing ran.
     Failed(String),
+    /// Its warm helper no longer matched the host; nothing ran.
+    Stale(String),
 }
 
 impl Unfinished {
@@ -424,7 +493,7 @@ impl Unfinished {
     fn into_message(self) -> String {
         match self {
             Self::NoStatus => "the sandbox helper ended without a status".to_owned(),
-            Self::Failed(why) => why,
+            Self::Failed(why) | Self::Stale(why) => why,
         }
     }
 }
@@ -465,7 +534,7 @@ impl Running {
     pub fn ended(&mut self) -> Option<Result<Outcome, SandboxError>> {
         if self.ended.is_none() {
             let launched = self.launched.as_mut()?;
-            if !matches!(launched.child.try_wait(), Ok(Some(_))) {
+            if !launched.process.ended() {
                 return None;
             }
             self.collect(false);
@@ -479,7 +548,7 @@ impl Running {
             if let Some(launched) = self.launched.as_mut() {
                 // The command is PID 1 of its namespace and dies with the helper (its parent-death
                 // signal), and every other process in the namespace with it.
-                let _ = launched.child.kill();
+                launched.process.kill();
             }
             self.collect(true);
         }
@@ -498,7 +567,7 @@ impl Running {
         let mut outcome = match launched.finish() {
             Ok(outcome) => Ok(outcome),
             Err(Unfinished::NoStatus) if !killed => Err(Unfinished::NoStatus.into_message()),
-            Err(Unfinished::Failed(why)) => Err(why),
+            Err(Unfinished::Failed(why) | Unfinished::Stale(why)) => Err(why),
             // Killed by `stop`: the helper had no chance to report.
             Err(Unfinished::NoStatus) => Ok(Outcome {
                 exit_code: 128 + libc::SIGKILL,

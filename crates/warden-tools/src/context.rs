@@ -231,12 +231,13 @@ impl ToolContext {
     }
 
     /// For a session's many commands: the walk of their roots is kept and brought up to date
-    /// between them ([`warden_sandbox::MaskRule::keep_walks`]), and each shell command's helper
-    /// is started ahead, while the model thinks ([`warden_sandbox::Sandbox::keep_spare`]).
+    /// between them ([`warden_sandbox::MaskRule::keep_walks`]), and shell commands run in a warm
+    /// sandbox kept per profile, each in a cell made ahead while the model thinks
+    /// ([`warden_sandbox::Sandbox::keep_warm`]).
     #[must_use]
     pub fn for_session(mut self) -> Self {
         self.mask = std::mem::take(&mut self.mask).keep_walks();
-        self.sandbox = self.sandbox.take().map(warden_sandbox::Sandbox::keep_spare);
+        self.sandbox = self.sandbox.take().map(warden_sandbox::Sandbox::keep_warm);
         self
     }
 

@@ -55,17 +55,12 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     if let Some(warning) = warden_sandbox::host_root_warning(&request) {
         eprintln!("warden: warning: {warning}");
     }
-    let helper = super::sandbox_helper().map_err(|e| {
-        refused(&format!(
-            "cannot find the warden binary for the helper: {e}"
-        ))
-    })?;
     let output = if args.json {
         Output::Capture
     } else {
         Output::Inherit
     };
-    let native = Sandbox::new(helper);
+    let native = native(args)?;
     let bwrap = Bwrap::default();
     let chosen: &dyn Backend = if backend == "bwrap" { &bwrap } else { &native };
     let ran = match &egress {
@@ -76,6 +71,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
         }),
         None => chosen.run(&plan, output),
     };
+    native.close();
     let chosen_name = if egress.is_some() {
         "native"
     } else {
@@ -129,6 +125,21 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ExecArgs) -> Result<Exit, CliErro
     Ok(Exit::Code(
         u8::try_from(outcome.exit_code.clamp(0, 255)).unwrap_or(1),
     ))
+}
+
+/// The native sandbox; a warm one with `--warm`.
+fn native(args: &ExecArgs) -> Result<Sandbox, CliError> {
+    let helper = super::sandbox_helper().map_err(|e| {
+        refused(&format!(
+            "cannot find the warden binary for the helper: {e}"
+        ))
+    })?;
+    let sandbox = Sandbox::new(helper);
+    Ok(if args.warm {
+        sandbox.keep_warm()
+    } else {
+        sandbox
+    })
 }
 
 /// The flag, else the settings' `[sandbox] backend` (`auto` is the native sandbox, with

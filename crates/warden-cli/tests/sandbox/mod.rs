@@ -3,10 +3,13 @@
 
 mod escapes;
 mod spare;
+mod warm;
 
 use std::process::Command;
 
-use crate::support::{Project, backends, exec, finish, on_a_terminal, sandbox_available, sh};
+use crate::support::{
+    Project, backends, exec_both as exec, finish, on_a_terminal, sandbox_available, sh,
+};
 
 #[test]
 fn a_command_runs_in_the_workspace_with_its_output_and_exit_code() {

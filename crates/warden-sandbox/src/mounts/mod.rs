@@ -19,34 +19,29 @@ pub(super) fn step(
     result.map_err(|e| format!("{what}: {e}"))
 }
 
-/// Makes the mount namespace's file system what the plan says. `trees` holds, by mount index,
-/// the idmapped trees made for the writable binds when warden runs as root.
-pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String> {
-    let flags = libc::MS_NOSUID | libc::MS_NODEV;
-    step("making mounts private", sys::make_mounts_private())?;
-    step(
-        "the new root",
-        sys::mount(
-            Some(Path::new("tmpfs")),
-            Path::new("/tmp"),
-            Some("tmpfs"),
-            flags,
-            Some("mode=0755,size=16m"),
-        ),
-    )?;
-    step("the old root's mount point", fs::create_dir("/tmp/oldroot"))?;
-    step(
-        "pivot_root",
-        sys::pivot_root(Path::new("/tmp"), Path::new("/tmp/oldroot")),
-    )?;
-    step("entering the new root", std::env::set_current_dir("/"))?;
+/// Which part of the plan's file system a build makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// All of it, for one command; the host is detached at the end.
+    Whole,
+    /// What a warm sandbox keeps for all its commands: everything but the `.git` overlays and
+    /// `/proc`. The host stays reachable at `/oldroot`. Each command completes its own copy
+    /// ([`complete`]).
+    Kept,
+}
 
+/// Makes the mount namespace's file system what the plan says, or the `part` of it. `trees`
+/// holds, by mount index, the idmapped trees made for the writable binds when warden runs as
+/// root.
+pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>], part: Part) -> Result<(), String> {
+    new_root()?;
+    let with_overlays = part == Part::Whole;
     let positions = plan.overlay_positions();
     let at = |index: usize| {
         positions
             .iter()
             .enumerate()
-            .filter(move |(_, p)| **p == index)
+            .filter(move |(_, p)| with_overlays && **p == index)
     };
     // Per overlay: whether it stands (else `.git` is read-only), and the mount itself.
     let mut overlays: Vec<(bool, OwnedFd)> = Vec::with_capacity(positions.len());
@@ -72,7 +67,12 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
         };
         pinned.push(made);
     }
-    dev_and_proc()?;
+    dev()?;
+    if part == Part::Whole {
+        proc()?;
+    } else {
+        step("/proc", fs::create_dir_all("/proc"))?;
+    }
     // Read-only and nosuid everywhere the plan says, shallow mounts first so that a writable
     // mount inside a read-only one stays writable.
     let seal_overlays = |index: usize| -> Result<(), String> {
@@ -106,12 +106,125 @@ pub(crate) fn build(plan: &Plan, trees: &[Option<OwnedFd>]) -> Result<(), String
         step(format_args!("sealing {}", target.display()), sealed)?;
     }
     seal_overlays(plan.mounts.len())?;
-    step("detaching the host", sys::umount_detach(Path::new(OLD)))?;
-    step("removing the host's mount point", fs::remove_dir(OLD))?;
+    if part == Part::Whole {
+        step("detaching the host", sys::umount_detach(Path::new(OLD)))?;
+        step("removing the host's mount point", fs::remove_dir(OLD))?;
+    }
     step(
         "sealing the root",
         sys::seal_tree(Path::new("/"), true, false),
+    )
+}
+
+/// Completes a command's own copy of a warm sandbox's kept tree (see [`Part::Kept`]), in its
+/// new mount namespace: checks that the kept mounts still show what they showed ([`unchanged`]),
+/// puts each `.git` overlay in place with the kept mounts inside it back on top (copies of
+/// them, taken before the overlay covers them: idmapped and sealed as they were made), mounts
+/// the command's `/proc`, and detaches the host.
+pub(crate) fn complete(plan: &Plan, marks: &[Mark], stale: &str) -> Result<(), String> {
+    unchanged(marks).map_err(|why| format!("{stale}{why}"))?;
+    let inside: Vec<&Path> = plan
+        .mounts
+        .iter()
+        .map(crate::plan::target)
+        .filter(|t| plan.git_overlays.iter().any(|git| t.starts_with(git)))
+        .collect();
+    // The outermost of them: a copy of each brings the ones below with it.
+    let mut copies: Vec<(&Path, OwnedFd)> = Vec::new();
+    for target in &inside {
+        let below = inside
+            .iter()
+            .any(|other| other != target && target.starts_with(other));
+        if below || copies.iter().any(|(t, _)| t == target) {
+            continue;
+        }
+        let copy =
+            sys::clone_path(target).map_err(|e| format!("{stale}{}: {e}", target.display()))?;
+        let shows = sys::fstat_id(&copy).ok();
+        let mark = marks.iter().rev().find(|m| m.target == *target);
+        if mark.is_none_or(|m| shows != Some((m.dev, m.ino))) {
+            return Err(format!(
+                "{stale}{} is no longer the mount that was made there",
+                target.display()
+            ));
+        }
+        copies.push((target, copy));
+    }
+    for (k, git) in plan.git_overlays.iter().enumerate() {
+        let (stands, mount) = git_overlay(plan, k)?;
+        step(
+            format_args!("sealing {}", git.display()),
+            sys::seal_at(&mount, !stands, !stands),
+        )?;
+        for (target, copy) in copies.iter().filter(|(t, _)| t.starts_with(git)) {
+            step(
+                format_args!("{} on its overlay", target.display()),
+                sys::move_tree(copy, target),
+            )?;
+        }
+    }
+    proc()?;
+    step("detaching the host", sys::umount_detach(Path::new(OLD)))
+}
+
+/// A tmpfs becomes the root, the host's at `/oldroot`.
+fn new_root() -> Result<(), String> {
+    step("making mounts private", sys::make_mounts_private())?;
+    step(
+        "the new root",
+        sys::mount(
+            Some(Path::new("tmpfs")),
+            Path::new("/tmp"),
+            Some("tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some("mode=0755,size=16m"),
+        ),
     )?;
+    step("the old root's mount point", fs::create_dir("/tmp/oldroot"))?;
+    step(
+        "pivot_root",
+        sys::pivot_root(Path::new("/tmp"), Path::new("/tmp/oldroot")),
+    )?;
+    step("entering the new root", std::env::set_current_dir("/"))
+}
+
+/// What each mount a warm sandbox keeps showed when it was made: its target, device and inode.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark {
+    target: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+/// The marks of the mounts of `plan` a warm sandbox keeps, as they are now.
+pub(crate) fn marks(plan: &Plan) -> Result<Vec<Mark>, String> {
+    plan.mounts
+        .iter()
+        .map(|mount| {
+            let target = crate::plan::target(mount).to_path_buf();
+            let (dev, ino, _) =
+                sys::statx_at_path(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+            Ok(Mark { target, dev, ino })
+        })
+        .collect()
+}
+
+/// Whether every kept mount still shows what it showed when it was made, and is still a mount:
+/// one whose mount point was removed or replaced on the host is gone from every namespace
+/// (the kernel detaches it), and what it covered would show. Says which one changed.
+pub(crate) fn unchanged(marks: &[Mark]) -> Result<(), String> {
+    for mark in marks {
+        let shown = sys::statx_at_path(&mark.target);
+        let same = shown.as_ref().is_ok_and(|(dev, ino, root)| {
+            (*dev, *ino) == (mark.dev, mark.ino) && *root != Some(false)
+        });
+        if !same {
+            return Err(format!(
+                "{} changed on the host since the warm sandbox was made",
+                mark.target.display()
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -371,8 +484,8 @@ fn touch(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A minimal `/dev` and a `/proc` of the new PID namespace.
-fn dev_and_proc() -> Result<(), String> {
+/// A minimal `/dev`.
+fn dev() -> Result<(), String> {
     let nosuid = libc::MS_NOSUID | libc::MS_NODEV;
     step("/dev", fs::create_dir_all("/dev"))?;
     step(
@@ -418,7 +531,12 @@ fn dev_and_proc() -> Result<(), String> {
             nosuid,
             Some("mode=1777,size=64m"),
         ),
-    )?;
+    )
+}
+
+/// A `/proc` of the new PID namespace.
+fn proc() -> Result<(), String> {
+    let nosuid = libc::MS_NOSUID | libc::MS_NODEV;
     step("/proc", fs::create_dir_all("/proc"))?;
     step(
         "/proc of the new PID namespace",

@@ -383,7 +383,14 @@ impl Plan {
                     link.display()
                 ));
             }
-            let present = fs::symlink_metadata(&host);
+            // A placeholder of this process's is not there (see `placeholder::made_here`).
+            let absent =
+                |p: &Path| crate::placeholder::made_here(p) || fs::symlink_metadata(p).is_err();
+            let present = if absent(&host) {
+                Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+            } else {
+                fs::symlink_metadata(&host)
+            };
             if present.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
                 // A mount would land on the link's target, and the link itself could be
                 // replaced: there is no way to keep it as it is.
@@ -404,7 +411,7 @@ impl Plan {
                 // empty read-only file system; an ancestor that is a file (a worktree's `.git`)
                 // is itself kept read-only.
                 let mut nearest = host.as_path();
-                while fs::symlink_metadata(nearest).is_err() {
+                while absent(nearest) {
                     nearest = nearest.parent().unwrap_or(Path::new("/"));
                 }
                 if fs::metadata(nearest).is_ok_and(|m| m.is_dir()) {

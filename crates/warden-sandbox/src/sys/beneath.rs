@@ -147,6 +147,23 @@ pub(crate) fn clone_tree(at: &OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A detached copy of the mount at `path` and every mount below it, its last component not
+/// followed.
+pub(crate) fn clone_path(path: &Path) -> io::Result<OwnedFd> {
+    let path = cstr(path.as_os_str())?;
+    let flags = 1 /* OPEN_TREE_CLONE */
+        | super::AT_RECURSIVE
+        | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint
+        | libc::O_CLOEXEC as libc::c_uint;
+    // SAFETY: a NUL-terminated path that outlives the call; the rest are integers.
+    let fd = check_long(unsafe {
+        libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags)
+    })?;
+    let fd = i32::try_from(fd).map_err(|_| io::Error::other("open_tree: a descriptor past i32"))?;
+    // SAFETY: open_tree returned this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Mounts the detached tree `tree` on the descriptor `at`.
 pub(crate) fn move_tree_to(tree: &OwnedFd, at: &OwnedFd) -> io::Result<()> {
     const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;

@@ -12,8 +12,10 @@ mod cgroup;
 mod identity;
 pub(crate) mod inotify;
 mod mounts;
+mod passing;
 pub(crate) use beneath::{
-    Make, clone_tree, is_dir, move_tree_to, open_beneath, open_dir_at, open_path, seal_at, stat_at,
+    Make, clone_path, clone_tree, is_dir, move_tree_to, open_beneath, open_dir_at, open_path,
+    seal_at, stat_at,
 };
 pub(crate) use cgroup::{fork_into_cgroup, fs_magic, writable, xattr};
 pub(crate) use identity::{
@@ -22,6 +24,10 @@ pub(crate) use identity::{
 use mounts::{AT_RECURSIVE, MountAttr};
 pub(crate) use mounts::{
     make_mounts_private, mount, overlay_opaque, pivot_root, seal_tree, umount_detach,
+};
+pub(crate) use passing::{
+    fstat_id, pidfd_kill, reap_children_at_once, recv_fd, recv_fds, send_fd, send_fds,
+    seqpacket_pair, statx_at_path, wait_all,
 };
 
 fn cstr(text: &OsStr) -> io::Result<CString> {
@@ -500,92 +506,6 @@ pub(crate) fn raw_syscall(number: libc::c_long) -> io::Result<libc::c_long> {
         Err(io::Error::last_os_error())
     } else {
         Ok(ret)
-    }
-}
-
-/// Sends `fd` over the unix socket `socket` (`SCM_RIGHTS`), with one byte of data.
-pub(crate) fn send_fd(socket: libc::c_int, fd: libc::c_int) -> io::Result<()> {
-    let mut byte = [1u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // Room for one descriptor's control message, aligned as cmsghdr wants.
-    let mut control = [0u64; 4];
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    let space =
-        unsafe { libc::CMSG_SPACE(u32::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4)) };
-    // SAFETY: msghdr is plain data; the fields set point at live buffers of the sizes given.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as usize;
-    // SAFETY: the control buffer holds at least one cmsghdr (CMSG_SPACE bytes, within 32).
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        if cmsg.is_null() {
-            return Err(io::Error::other("no room for the descriptor"));
-        }
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len =
-            libc::CMSG_LEN(u32::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4)) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
-    }
-    loop {
-        // SAFETY: `msg` describes valid buffers for the duration of the call.
-        let sent = unsafe { libc::sendmsg(socket, &raw const msg, libc::MSG_NOSIGNAL) };
-        if sent >= 0 {
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
-/// Receives a descriptor sent with [`send_fd`]; `None` when the other end closed without one.
-pub(crate) fn recv_fd(socket: libc::c_int) -> io::Result<Option<std::os::fd::OwnedFd>> {
-    use std::os::fd::FromRawFd;
-    let mut byte = [0u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut control = [0u64; 4];
-    // SAFETY: msghdr is plain data; the fields set point at live buffers of the sizes given.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
-    let got = loop {
-        // SAFETY: `msg` describes valid buffers for the duration of the call.
-        let got = unsafe { libc::recvmsg(socket, &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if got >= 0 {
-            break got;
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    };
-    if got == 0 {
-        return Ok(None);
-    }
-    // SAFETY: recvmsg filled the control buffer; the header is checked before its data is read.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        if cmsg.is_null()
-            || (*cmsg).cmsg_level != libc::SOL_SOCKET
-            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
-        {
-            return Ok(None);
-        }
-        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-        Ok(Some(std::os::fd::OwnedFd::from_raw_fd(fd)))
     }
 }
 
