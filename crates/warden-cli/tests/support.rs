@@ -189,10 +189,13 @@ pub(crate) fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
 
 /// [`exec`] twice, in a sandbox of its own and then in a warm sandbox (`--warm`, as a session's
 /// commands run), which must agree: the same exit code, and the same output and signal where
-/// the command ran. Returns the first. Flags that choose a backend run once, as given.
+/// the command ran. Returns the first. A command run by another backend than the native one
+/// (flags or settings that choose it) runs once, as given.
 pub(crate) fn exec_both(p: &Project, flags: &[&str], script: &str) -> Run {
     let own = exec(p, flags, script);
-    if flags.contains(&"--backend") {
+    let native = serde_json::from_str::<Value>(&own.stdout)
+        .map_or(true, |v| v["sandbox"]["backend"].as_str().is_none_or(|b| b == "native"));
+    if flags.contains(&"--backend") || !native {
         return own;
     }
     let warm = exec(p, &[flags, &["--warm"]].concat(), script);
