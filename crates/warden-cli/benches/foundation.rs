@@ -205,6 +205,62 @@ fn exec_startup(runs: usize) -> Result<()> {
     } else {
         println!("  (bwrap not installed: no bubblewrap baseline)");
     }
+    in_process(&workspace, rounds)
+}
+
+/// One sandboxed `/bin/true` from a plan already made, in this process: in a helper of its own,
+/// and in a warm sandbox's cell made ahead (20 ms between commands, as a model's turn would
+/// leave). Then the warm helper's and a waiting cell's resident memory.
+fn in_process(workspace: &tempfile::TempDir, rounds: usize) -> Result<()> {
+    let ws = workspace.path().canonicalize()?;
+    let settings = Settings::defaults(ws.clone());
+    let request = warden_sandbox::request_from_settings(&settings, &ws, "/bin/true", &[], &[])?;
+    let plan = warden_sandbox::Plan::new(&request)?;
+    let helper = env!("CARGO_BIN_EXE_warden-sandbox-helper");
+    let measure = |sandbox: &warden_sandbox::Sandbox| -> Result<Duration> {
+        let mut times = Vec::with_capacity(rounds);
+        for _ in 0..=rounds {
+            std::thread::sleep(Duration::from_millis(20));
+            let start = Instant::now();
+            let outcome = sandbox.run(&plan, warden_sandbox::Output::Capture)?;
+            times.push(start.elapsed());
+            if outcome.exit_code != 0 {
+                return Err(format!("/bin/true failed: {outcome:?}").into());
+            }
+        }
+        times.remove(0);
+        Ok(median(times))
+    };
+    let own = measure(&warden_sandbox::Sandbox::new(helper))?;
+    let spare = measure(&warden_sandbox::Sandbox::new(helper).keep_spare())?;
+    let warm_sandbox = warden_sandbox::Sandbox::new(helper).keep_warm();
+    let warm = measure(&warm_sandbox)?;
+    println!("sandboxed /bin/true from its plan, in-process (median of {rounds}):");
+    report("  a warm sandbox's cell", warm, "a helper of its own", own);
+    report("  a warm sandbox's cell", warm, "the spare helper", spare);
+    let rss = |pid: u32| -> f64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
+            })
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    if let Some(pid) = warm_sandbox.warm_pid() {
+        let cells = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default();
+        let cell = cells.split_whitespace().next().and_then(|c| c.parse::<u32>().ok());
+        println!(
+            "  warm helper resident memory {:.1} MB; a cell waiting for its command {:.1} MB",
+            rss(pid),
+            cell.map_or(0.0, rss)
+        );
+    }
+    warm_sandbox.close();
     Ok(())
 }
 
