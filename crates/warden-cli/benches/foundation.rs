@@ -251,9 +251,12 @@ fn in_process(workspace: &tempfile::TempDir, rounds: usize) -> Result<()> {
     };
     std::thread::sleep(Duration::from_millis(200));
     if let Some(pid) = warm_sandbox.warm_pid() {
-        let cells = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .unwrap_or_default();
-        let cell = cells.split_whitespace().next().and_then(|c| c.parse::<u32>().ok());
+        let cells =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let cell = cells
+            .split_whitespace()
+            .next()
+            .and_then(|c| c.parse::<u32>().ok());
         println!(
             "  warm helper resident memory {:.1} MB; a cell waiting for its command {:.1} MB",
             rss(pid),

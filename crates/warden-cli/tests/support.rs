@@ -193,8 +193,11 @@ pub(crate) fn exec(p: &Project, flags: &[&str], script: &str) -> Run {
 /// (flags or settings that choose it) runs once, as given.
 pub(crate) fn exec_both(p: &Project, flags: &[&str], script: &str) -> Run {
     let own = exec(p, flags, script);
-    let native = serde_json::from_str::<Value>(&own.stdout)
-        .map_or(true, |v| v["sandbox"]["backend"].as_str().is_none_or(|b| b == "native"));
+    let native = serde_json::from_str::<Value>(&own.stdout).map_or(true, |v| {
+        v["sandbox"]["backend"]
+            .as_str()
+            .is_none_or(|b| b == "native")
+    });
     if flags.contains(&"--backend") || !native {
         return own;
     }
