@@ -539,6 +539,12 @@ pub(crate) fn become_command(
     let step = |what: &str, result: std::io::Result<()>| result.map_err(|e| format!("{what}: {e}"));
     step("working directory", std::env::set_current_dir(&plan.cwd))?;
     limits(plan)?;
+    // A session of its own: `kill 0` must not reach warden, its helpers or another command,
+    // which share the process group it was started in. A command given the person's terminal
+    // keeps it (the terminal's job control is theirs).
+    if !sys::is_terminal(0) {
+        step("a session of its own", sys::setsid())?;
+    }
     step(
         "closing inherited descriptors",
         sys::close_except(3, error_fd),

@@ -200,3 +200,91 @@ fn a_warm_sandbox_shows_the_mounts_its_own_sandbox_would() {
     assert!(own.iter().any(|m| m.contains("/.git ")), "{own:?}");
     assert_eq!(own, warm);
 }
+
+/// Fails without the fix only where warden is not root (the guest's `--user` run): as root the
+/// command's id does not own `/dev`'s tmpfs.
+#[test]
+fn a_command_cannot_change_dev_for_the_next() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let ws = p.root().canonicalize().unwrap();
+    let sandbox = warden_sandbox::Sandbox::new(env!("CARGO_BIN_EXE_warden")).keep_warm();
+    // The probe: the same replacement in the command's own tmpfs `/tmp` works.
+    let swap = |dir: &str| {
+        format!(
+            "mkdir -p {dir}; rm -f {dir}/stdout; ln -s \"$PWD/sink\" {dir}/stdout && echo swapped-{dir}"
+        )
+    };
+    let probe = run(&sandbox, &ws, &swap("/tmp/dev"));
+    assert!(warm(&probe), "{:?}", probe.layers);
+    assert!(
+        stdout(&probe).contains("swapped-/tmp/dev"),
+        "{}",
+        stdout(&probe)
+    );
+    let first = run(
+        &sandbox,
+        &ws,
+        &format!(
+            "{}; rm -f /dev/fd; mkdir /dev/fd; echo x > /dev/ptmx; echo done",
+            swap("/dev")
+        ),
+    );
+    let first = stdout(&first);
+    assert!(
+        first.contains("done") && !first.contains("swapped-/dev"),
+        "{first}"
+    );
+    // The next command's `/dev` is as it was made: its output reaches its own stdout.
+    let next = run(
+        &sandbox,
+        &ws,
+        "readlink /dev/stdout /dev/fd; test -e /dev/ptmx || echo no-ptmx",
+    );
+    assert!(warm(&next), "{:?}", next.layers);
+    let next = stdout(&next);
+    assert_eq!(next, "/proc/self/fd/1\n/proc/self/fd\nno-ptmx\n");
+}
+
+/// Fails without the command's own session only where warden is not root (the guest's `--user`
+/// run): as root the command's id may not signal warden's.
+#[test]
+fn kill_zero_in_a_command_reaches_only_the_command() {
+    use std::os::unix::process::CommandExt as _;
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    // The probe: without a sandbox, `kill 0` in a child reaches its parent's process group.
+    let outside = std::process::Command::new("sh")
+        .args(["-c", "sh -c 'kill -TERM 0'; echo parent-survived"])
+        .process_group(0)
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&outside.stdout).contains("parent-survived"),
+        "the probe must reach the parent unsandboxed"
+    );
+    // In a sandbox of its own, and in a warm one, warden outlives it and reports the signal.
+    for warm in [false, true] {
+        let mut args = vec!["exec", "--json"];
+        if warm {
+            args.push("--warm");
+        }
+        // Not as PID 1, which ignores the signals it has no handler for.
+        args.extend([
+            "--",
+            "sh",
+            "-c",
+            "sh -c 'kill -TERM 0; sleep 5; echo not-killed'; echo outer-$?",
+        ]);
+        let out = p.command().args(&args).process_group(0).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // warden itself was not signalled: it exits with the command's status, after its JSON.
+        assert!(out.status.code().is_some(), "warm {warm}: {:?}", out.status);
+        let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(result["stdout"], "outer-143\n", "warm {warm}: {result}");
+    }
+}

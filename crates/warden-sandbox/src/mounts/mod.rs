@@ -531,6 +531,12 @@ fn dev() -> Result<(), String> {
             nosuid,
             Some("mode=1777,size=64m"),
         ),
+    )?;
+    // Its entries are fixed: a command must not replace `/dev/fd` or `/dev/stdout` for the
+    // next (a warm sandbox keeps this `/dev`). The device binds and `/dev/shm` keep their own.
+    step(
+        "sealing /dev",
+        sys::seal_tree(Path::new("/dev"), true, false),
     )
 }
 

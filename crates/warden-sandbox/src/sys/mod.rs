@@ -284,6 +284,21 @@ pub(crate) fn reader_gone(fd: libc::c_int) -> bool {
     ret > 0 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
+/// Starts a new session (and process group) with this process as its leader.
+pub(crate) fn setsid() -> io::Result<()> {
+    // SAFETY: no arguments; fails only when already a process group's leader.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether descriptor `fd` is a terminal.
+pub(crate) fn is_terminal(fd: libc::c_int) -> bool {
+    // SAFETY: an integer argument; a descriptor that is not open is "not a terminal".
+    unsafe { libc::isatty(fd) == 1 }
+}
+
 pub(crate) fn kill(pid: libc::pid_t, signal: libc::c_int) {
     // SAFETY: integer arguments only; a failure (already gone) needs no handling.
     unsafe { libc::kill(pid, signal) };

@@ -24,7 +24,7 @@ use std::os::fd::{AsFd as _, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use crate::cgroup::Cgroup;
 use crate::placeholder::Placeholders;
@@ -162,13 +162,22 @@ impl Warm {
             let Some(warm) = warm.upgrade() else {
                 return;
             };
-            let mut state = warm.state();
+            let mut state = match warm.state.try_lock() {
+                Ok(state) => state,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                // A command is taking a cell now, and may be waiting on this very thread for
+                // a new helper: no cell made ahead this time.
+                Err(TryLockError::WouldBlock) => return,
+            };
             if state.spare.is_some() {
                 return;
             }
-            let made = state.helper.as_ref().map(|k| k.cell(&key));
-            if let Some(Ok(cell)) = made {
-                state.spare = Some((key, cell));
+            match state.helper.as_ref().map(|k| k.cell(&key)) {
+                Some(Ok(cell)) => state.spare = Some((key, cell)),
+                // An answer missed (late, cut short) could be taken for the next request's:
+                // the helper is not asked again.
+                Some(Err(_)) => state.retire(),
+                None => {}
             }
         });
     }
