@@ -13,6 +13,10 @@ pub enum Answer {
     Once,
     Session,
     Always,
+    /// The wider rule offered as the second choice, for the session or always.
+    Wider {
+        always: bool,
+    },
     Deny(Option<String>),
 }
 
@@ -21,8 +25,8 @@ impl Answer {
     pub fn kind(&self) -> warden_protocol::Answer {
         match self {
             Self::Once => warden_protocol::Answer::Once,
-            Self::Session => warden_protocol::Answer::Session,
-            Self::Always => warden_protocol::Answer::Always,
+            Self::Session | Self::Wider { always: false } => warden_protocol::Answer::Session,
+            Self::Always | Self::Wider { always: true } => warden_protocol::Answer::Always,
             Self::Deny(_) => warden_protocol::Answer::Deny,
         }
     }
@@ -44,6 +48,9 @@ pub struct Question<'a> {
     /// What the call would change (a unified diff, a patch's files) or, for a command, what it
     /// runs, reads and writes as the policy understood it; redacted and capped.
     pub preview: Option<&'a str>,
+    /// A rule wider than `rule`, offered only as an explicit second choice, or the one a person
+    /// might expect and why it is never remembered.
+    pub wider: Option<&'a warden_policy::Wider>,
 }
 
 /// How many lines of a preview are shown before the person asks for the rest.
@@ -117,14 +124,12 @@ impl Approver for Terminal {
                 p(&rewrite.reason)
             );
         }
-        let choices = if q.rule.is_some() {
-            "[o]nce, [s]ession, [a]lways, [d]eny"
-        } else {
-            "[o]nce, [d]eny"
+        let offered = rule_lines(&mut err, q);
+        let choices = match (q.rule.is_some(), offered.is_some()) {
+            (true, true) => "[o]nce, [s]ession, [a]lways, [w]ider rule, [d]eny",
+            (true, false) => "[o]nce, [s]ession, [a]lways, [d]eny",
+            _ => "[o]nce, [d]eny",
         };
-        if let Some(rule) = q.rule {
-            let _ = writeln!(err, "rule:      {} (for session or always)", p(rule));
-        }
         let mut left = 0;
         if let Some(preview) = q.preview {
             let what = if q.tool == "bash" {
@@ -143,7 +148,8 @@ impl Approver for Terminal {
             left = more;
         }
         loop {
-            let _ = write!(err, "allow? {choices}: ");
+            // One write: whoever answers sees the whole question at once.
+            let _ = err.write_all(format!("allow? {choices}: ").as_bytes());
             let _ = err.flush();
             let mut line = String::new();
             if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
@@ -159,6 +165,11 @@ impl Approver for Terminal {
                 "o" | "once" | "y" | "yes" => return Answer::Once,
                 "s" | "session" if q.rule.is_some() => return Answer::Session,
                 "a" | "always" if q.rule.is_some() => return Answer::Always,
+                "w" | "wider" => {
+                    if let Some(answer) = offered.and_then(|rule| wider(&mut err, rule)) {
+                        return answer;
+                    }
+                }
                 "d" | "deny" | "n" | "no" => {
                     let _ = write!(err, "a word for the model (enter for none): ");
                     let _ = err.flush();
@@ -169,6 +180,48 @@ impl Approver for Terminal {
                 }
                 _ => {}
             }
+        }
+    }
+}
+
+/// The rule an answer of session or always remembers, and the wider one offered (returned) or
+/// named and refused, with why.
+fn rule_lines<'q>(err: &mut std::io::StderrLock<'_>, q: &Question<'q>) -> Option<&'q str> {
+    let p = warden_protocol::printable;
+    if let Some(rule) = q.rule {
+        let _ = writeln!(err, "rule:      {} (for session or always)", p(rule));
+    }
+    match q.wider {
+        Some(warden_policy::Wider::Offered(rule)) if q.rule.is_some() => {
+            let _ = writeln!(err, "wider:     {} ([w], then session or always)", p(rule));
+            Some(rule.as_str())
+        }
+        Some(warden_policy::Wider::Refused { rule, why }) => {
+            let _ = writeln!(err, "not:       {} — {}", p(rule), p(why));
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The second question of a wider rule: for the session, always, or back to the first.
+fn wider(err: &mut std::io::StderrLock<'_>, rule: &str) -> Option<Answer> {
+    loop {
+        let question = format!(
+            "the wider rule {}: [s]ession, [a]lways, [b]ack: ",
+            warden_protocol::printable(rule)
+        );
+        let _ = err.write_all(question.as_bytes());
+        let _ = err.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return Some(Answer::Deny(None));
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "s" | "session" => return Some(Answer::Wider { always: false }),
+            "a" | "always" => return Some(Answer::Wider { always: true }),
+            "b" | "back" => return None,
+            _ => {}
         }
     }
 }

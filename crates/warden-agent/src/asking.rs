@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use warden_config::RuleList;
-use warden_policy::{Action, Engine};
+use warden_policy::{Action, Engine, Remembered, Wider};
 use warden_protocol::{Asked, DecisionKind, Event, Resolved};
 use warden_tools::{Checked, OnAsk};
 
@@ -17,10 +17,16 @@ impl Agent<'_> {
         let escalation = checked.decision.decision == DecisionKind::RequireEscalation;
         // Only a plain approval can be remembered: a rewrite or a wider sandbox is for this
         // call alone.
-        let rule = if checked.decision.decision == DecisionKind::RequireApproval {
+        let remembered = if checked.decision.decision == DecisionKind::RequireApproval {
             remembered(&self.engine, &checked.name, &checked.args)
         } else {
-            None
+            Remembered::default()
+        };
+        let rule = remembered.rule.clone();
+        let (wider, wider_refused) = match &remembered.wider {
+            Some(Wider::Offered(rule)) => (Some(rule.clone()), None),
+            Some(Wider::Refused { rule, why }) => (Some(rule.clone()), Some(why.clone())),
+            None => (None, None),
         };
         let arguments = checked.args.to_string();
         // What the call would change, as the person and the trace see it: secrets redacted.
@@ -43,12 +49,15 @@ impl Agent<'_> {
                 rule: rule.clone(),
                 preview: preview.as_ref().map(|(text, _)| text.clone()),
                 preview_truncated: preview.as_ref().map(|(_, cut)| *cut),
+                wider,
+                wider_refused,
             },
         });
         // The one wider sandbox granted for a call is the network for a command that needs it.
         let network = escalation
             && (checked.name == "webFetch"
                 || checked.name == "bash" && needs_network(&self.engine, &checked.args));
+        let mut remembered_as = None;
         let answer = match self.approver {
             Some(_) | None if escalation && !network => Answer::Deny(Some(
                 "this needs a wider sandbox than the session has (writing outside the writable \
@@ -64,12 +73,13 @@ impl Agent<'_> {
                 decision: &checked.decision,
                 rule: rule.as_deref(),
                 preview: preview.as_ref().map(|(text, _)| text.as_str()),
+                wider: remembered.wider.as_ref(),
             }),
             // `--on-ask allow` was applied by the runner already; what is left is refused.
             None => Answer::Deny(None),
         };
         match &answer {
-            Answer::Once | Answer::Session | Answer::Always if network => {
+            Answer::Once | Answer::Session | Answer::Always | Answer::Wider { .. } if network => {
                 checked.approve("the network for this one command, approved by the user");
                 checked.network_once = true;
             }
@@ -87,18 +97,8 @@ impl Agent<'_> {
                 }
             }
             Answer::Once => checked.approve("approved once by the user"),
-            Answer::Session | Answer::Always => {
-                checked.approve(if answer == Answer::Always {
-                    "approved always by the user"
-                } else {
-                    "approved for this session by the user"
-                });
-                if let Some(rule) = &rule {
-                    new_rules.push(rule.clone());
-                    if answer == Answer::Always {
-                        let _ = self.settings.remember(RuleList::Allow, rule);
-                    }
-                }
+            Answer::Session | Answer::Always | Answer::Wider { .. } => {
+                remembered_as = self.remember_answer(checked, &answer, &remembered, new_rules);
             }
             // No one to ask: the call stays unapproved, and the model is told it needs approval.
             Answer::Deny(None) if self.approver.is_none() => {}
@@ -113,8 +113,37 @@ impl Agent<'_> {
         self.publish(&Event::ApprovalResolved {
             tool: checked.name.clone(),
             answer: answer.kind(),
-            of: Resolved::Rule { rule },
+            of: Resolved::Rule {
+                rule: remembered_as.or(rule),
+            },
         });
+    }
+
+    /// Approves a call for the session or always, and remembers the rule the person chose: the
+    /// narrow one, or the wider one only where it was offered.
+    fn remember_answer(
+        &self,
+        checked: &mut Checked,
+        answer: &Answer,
+        remembered: &Remembered,
+        new_rules: &mut Vec<String>,
+    ) -> Option<String> {
+        let always = matches!(answer, Answer::Always | Answer::Wider { always: true });
+        checked.approve(if always {
+            "approved always by the user"
+        } else {
+            "approved for this session by the user"
+        });
+        let chosen = match (answer, &remembered.wider) {
+            (Answer::Wider { .. }, Some(Wider::Offered(wider))) => wider.clone(),
+            (Answer::Wider { .. }, _) => return None,
+            _ => remembered.rule.clone()?,
+        };
+        new_rules.push(chosen.clone());
+        if always {
+            let _ = self.settings.remember(RuleList::Allow, &chosen);
+        }
+        Some(chosen)
     }
 
     /// A `requestPermission` call: granted, the rule holds for the rest of the session.
@@ -129,6 +158,13 @@ impl Agent<'_> {
         probe
             .allow_for_session(rule)
             .map_err(|e| format!("requestPermission: {e}"))?;
+        // Nobody is asked to grant what no approval may remember.
+        if let Ok(Some(why)) = self.engine.too_broad(rule) {
+            return Err(format!(
+                "requestPermission: {rule} is broader than a permission may be: {why}; ask for \
+                 the narrowest rule that covers the calls you need"
+            ));
+        }
         self.publish(&Event::ApprovalRequested {
             tool: REQUEST_PERMISSION.to_owned(),
             asked: Asked::Permission {
@@ -147,6 +183,7 @@ impl Agent<'_> {
                 decision: &decision,
                 rule: Some(rule),
                 preview: None,
+                wider: None,
             }),
             (None, OnAsk::Allow) => Answer::Session,
             (None, OnAsk::Deny) => Answer::Deny(None),
@@ -168,7 +205,7 @@ impl Agent<'_> {
                 new_rules.push(rule.to_owned());
                 Ok(json!({"granted": rule, "for": "always"}))
             }
-            Answer::Once | Answer::Session => {
+            Answer::Once | Answer::Session | Answer::Wider { .. } => {
                 new_rules.push(rule.to_owned());
                 Ok(json!({"granted": rule, "for": "session"}))
             }
@@ -207,20 +244,22 @@ fn rewritten(
     Some(args)
 }
 
-/// The rule that remembers an approval of this call, if one narrow enough exists.
-fn remembered(engine: &Engine, name: &str, args: &Value) -> Option<String> {
-    let arg = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+/// The rule that remembers an approval of this call, if one narrow enough exists, and the wider
+/// second choice.
+fn remembered(engine: &Engine, name: &str, args: &Value) -> Remembered {
+    let arg = |key: &str| args.get(key).and_then(Value::as_str);
+    let path = |tool: &str| {
+        arg("path").map_or_else(Remembered::default, |p| engine.remembered_path(tool, p))
+    };
     match name {
-        "bash" => {
-            let command = arg("command")?;
-            let verdict = engine.explain(&Action::Bash(command));
-            let rules = warden_policy::remembered_rule(verdict.analysis.as_ref()?)?;
-            // One rule per approval; a compound command is approved once.
-            (rules.len() == 1).then(|| rules[0].clone())
-        }
-        "readFile" => arg("path").map(|p| format!("Read({p})")),
-        "writeFile" => arg("path").map(|p| format!("Write({p})")),
-        "editFile" => arg("path").map(|p| format!("Edit({p})")),
-        _ => None,
+        "bash" => arg("command")
+            .and_then(|command| engine.explain(&Action::Bash(command.to_owned())).analysis)
+            .map_or_else(Remembered::default, |a| {
+                warden_policy::remembered_command(&a)
+            }),
+        "readFile" => path("Read"),
+        "writeFile" => path("Write"),
+        "editFile" => path("Edit"),
+        _ => Remembered::default(),
     }
 }

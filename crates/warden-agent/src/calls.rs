@@ -236,6 +236,8 @@ impl Agent<'_> {
         // What the model is sent, and what the stream says of it.
         let mut exit_code = None;
         let mut error = None;
+        // What a command printed, for the person watching (the model gets the whole result).
+        let mut printed = None;
         let (call, content, status, is_error) = match (prepared, result) {
             (Prepared::Answered(call, answer), _) => match answer {
                 Ok(value) => (call, value.to_string(), CallStatus::Ok, false),
@@ -263,6 +265,7 @@ impl Agent<'_> {
                         .as_ref()
                         .and_then(|o| o.get("exitCode"))
                         .and_then(Value::as_i64);
+                    printed = result.output.as_ref().map(command_printed);
                     if let Some(command) = command {
                         state.commands.push(CommandRecord {
                             command: command.to_owned(),
@@ -301,6 +304,9 @@ impl Agent<'_> {
             exit_code,
             error,
         });
+        if let Some(text) = printed.filter(|t| !t.trim().is_empty()) {
+            self.sink.output(&call.name, &self.shield.redact(&text));
+        }
         state.items.push(Item::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -310,6 +316,17 @@ impl Agent<'_> {
         state.pending.retain(|id| *id != call.id);
         self.save(state, "running")
             .map_err(|why| Flow::End(Status::Error(why.to_string())))
+    }
+}
+
+/// A command's normalised output as one text: its standard output, then its standard error.
+fn command_printed(output: &Value) -> String {
+    let part = |key: &str| output.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (out, err) = (part("stdoutSummary"), part("stderrSummary"));
+    match (out.trim().is_empty(), err.trim().is_empty()) {
+        (_, true) => out.to_owned(),
+        (true, false) => err.to_owned(),
+        (false, false) => format!("{}\n{err}", out.trim_end_matches('\n')),
     }
 }
 

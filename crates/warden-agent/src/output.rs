@@ -9,6 +9,9 @@ pub trait Sink: Send {
     fn text(&mut self, chunk: &str);
     /// One step of the run.
     fn event(&mut self, event: &Event);
+    /// What a command printed (normalised, secrets redacted), after its `tool_result`: for a
+    /// person watching; the events carry no output.
+    fn output(&mut self, _tool: &str, _text: &str) {}
 }
 
 /// Keeps nothing: a run whose steps nobody watches (`warden compact`).

@@ -276,6 +276,7 @@ impl Agent<'_> {
                 decision: &decision,
                 rule: None,
                 preview: None,
+                wider: None,
             }),
             (None, OnAsk::Allow) => Answer::Once,
             (None, OnAsk::Deny) => Answer::Deny(None),

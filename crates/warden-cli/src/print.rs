@@ -40,6 +40,69 @@ pub(crate) struct Human {
     mid_line: bool,
     /// Stops the progress line of the command running now.
     progress: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// What the last command printed, whole, for `/last` in an interactive session.
+    last: Option<Last>,
+}
+
+/// The whole of what the last command printed, kept for `/last`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Last(Arc<std::sync::Mutex<String>>);
+
+impl Last {
+    /// Prints it whole, or says there is nothing yet.
+    pub(crate) fn show(&self) {
+        let text = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut err = std::io::stderr().lock();
+        if text.is_empty() {
+            let _ = writeln!(err, "no command has printed anything yet");
+        }
+        for line in text.lines() {
+            let _ = writeln!(err, "  │ {}", warden_protocol::printable(line));
+        }
+    }
+}
+
+/// How many lines of a command's output are shown from its start, and from its end.
+const OUTPUT_HEAD: usize = 5;
+const OUTPUT_TAIL: usize = 5;
+/// How much of one line is shown.
+const OUTPUT_WIDTH: usize = 200;
+
+/// The lines shown of a command's output: the first and last few, each cut to one screen line
+/// and every character printable, with a line saying how many were left out.
+pub(crate) fn output_lines(text: &str, interactive: bool) -> Vec<String> {
+    let lines: Vec<&str> = text.trim_end_matches('\n').lines().collect();
+    let line = |l: &&str| {
+        format!(
+            "  │ {}",
+            warden_protocol::printable(&short(l, OUTPUT_WIDTH))
+        )
+    };
+    if lines.len() <= OUTPUT_HEAD + OUTPUT_TAIL + 1 {
+        return lines.iter().map(line).collect();
+    }
+    let left = lines.len() - OUTPUT_HEAD - OUTPUT_TAIL;
+    let mut shown: Vec<String> = lines[..OUTPUT_HEAD].iter().map(line).collect();
+    shown.push(if interactive {
+        format!("  │ … {left} more lines (/last shows them all)")
+    } else {
+        format!("  │ … {left} more lines")
+    });
+    shown.extend(lines[lines.len() - OUTPUT_TAIL..].iter().map(line));
+    shown
+}
+
+impl Human {
+    /// For an interactive session: a command's output left out is kept for `/last`.
+    pub(crate) fn keeping(last: Last) -> Self {
+        Self {
+            last: Some(last),
+            ..Self::default()
+        }
+    }
 }
 
 /// After this long a running command gets a progress line, updated every second.
@@ -99,6 +162,20 @@ fn short_value(value: &Value, max: usize) -> String {
 }
 
 impl Sink for Human {
+    fn output(&mut self, _tool: &str, text: &str) {
+        if let Some(last) = &self.last {
+            text.clone_into(
+                &mut last
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+        }
+        for line in output_lines(text, self.last.is_some()) {
+            self.note(&line);
+        }
+    }
+
     fn text(&mut self, chunk: &str) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(chunk.as_bytes());

@@ -370,7 +370,7 @@ while True:
                 f.write(os.environ.get('TEST_PROMPT_WRITE_TEXT', ''))
         os.write(fd, ((trust[trusted] if trusted < len(trust) else 'n') + '\n').encode())
         trusted += 1
-    while out.count(b'allow? ') > asked:
+    while out.count(b'allow? ') + out.count(b'[b]ack: ') > asked:
         answer = answers[asked] if asked < len(answers) else 'd'
         asked += 1
         os.write(fd, (answer + '\n').encode())

@@ -20,7 +20,7 @@ mod rules;
 pub mod secrets;
 pub mod shell;
 
-pub use approvals::remembered_rule;
+pub use approvals::{Remembered, Wider, remembered_command, remembered_rule};
 pub use engine::{Action, Engine, Narrowing, Step, Verdict};
 pub use error::PolicyError;
 pub use modes::{Outcome, Row};

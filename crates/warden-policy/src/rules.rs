@@ -164,6 +164,36 @@ impl Rule {
         })
     }
 
+    /// Why this rule allows more than a remembered approval may (see [`Engine::too_broad`]).
+    ///
+    /// [`Engine::too_broad`]: crate::Engine::too_broad
+    pub(crate) fn too_broad(&self, anchors: &Anchors) -> Option<String> {
+        match (&self.spec, &self.tool) {
+            (Spec::Any, RuleTool::Skill | RuleTool::Other(_)) | (Spec::Text(_), _) => None,
+            (Spec::Any, _) => Some(format!(
+                "{} with no pattern allows every call of the tool",
+                self.text
+            )),
+            (Spec::Command(pattern), _) => crate::approvals::too_broad_command(pattern),
+            (Spec::Path(globs), _) => {
+                let glob = globs.first()?.glob();
+                let literal: Vec<&str> = glob
+                    .split('/')
+                    .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+                    .collect();
+                let base = crate::paths::normalize(&Path::new("/").join(literal.join("/")));
+                let rest = glob[literal.join("/").len()..].trim_start_matches('/');
+                crate::approvals::too_broad_place(
+                    &base,
+                    rest.is_empty() || rest.chars().all(|c| matches!(c, '*' | '/')),
+                    anchors,
+                )
+            }
+            (Spec::Domain { host, subdomains }, _) => (*subdomains && !host.contains('.'))
+                .then(|| format!("it covers every host under .{host}")),
+        }
+    }
+
     /// Whether the rule names its tool alone, matching every call.
     pub fn is_any(&self) -> bool {
         matches!(self.spec, Spec::Any)
@@ -282,7 +312,8 @@ fn path_glob(spec: &str, anchors: &Anchors) -> Result<Vec<Glob>, String> {
     } else {
         (anchors.cwd.clone(), spec)
     };
-    let base = base.display().to_string();
+    // The anchor is a directory's name, never a pattern: `[` in it is a bracket, not a class.
+    let base = crate::approvals::escape_glob(&base.display().to_string());
     let base = base.trim_end_matches('/');
     let rest = rest.trim_end_matches('/');
     let glob = if rest.is_empty() {

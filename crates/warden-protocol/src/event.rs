@@ -206,6 +206,13 @@ pub enum Asked {
         /// The preview was cut at its 16 KiB.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview_truncated: Option<bool>,
+        /// A rule wider than `rule`: offered only as an explicit second choice, or, with
+        /// `widerRefused`, the one a person might expect and never remembered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wider: Option<String>,
+        /// Why `wider` is broader than the call's risk allows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wider_refused: Option<String>,
     },
     /// A skill from an untrusted root, pinned to the hash of its files.
     Skill {
@@ -378,6 +385,8 @@ mod tests {
                     rule: None,
                     preview: None,
                     preview_truncated: None,
+                    wider: None,
+                    wider_refused: None,
                 },
             },
             Event::ApprovalRequested {
@@ -447,6 +456,8 @@ mod tests {
                 rule: None,
                 preview: Some("-a\n+b\n".into()),
                 preview_truncated: Some(false),
+                wider: None,
+                wider_refused: None,
             },
         };
         // A call without a rule to remember says so; its preview comes with whether it was cut.

@@ -8,7 +8,7 @@ use warden_model::Item;
 
 use super::exit_of;
 use crate::Exit;
-use crate::print::print_report;
+use crate::print::{Last, print_report};
 
 /// What is shown before each line is read.
 const PROMPT: &str = "warden› ";
@@ -18,6 +18,7 @@ const HELP: &str = "\
   /context         what the next model call would contain, per layer
   /pin TEXT        a constraint for the whole session, in every call and never cut
   /pins            the pinned constraints;  /unpin N  removes one
+  /last            all that the last command printed (normalised, secrets redacted)
   /exit            leave (also Ctrl-D); the session is saved: `warden resume` goes on
   anything else    a message to the agent";
 
@@ -28,6 +29,7 @@ pub(super) fn session(
     agent: &mut Agent<'_>,
     state: &mut State,
     mut last: Exit,
+    printed: &Last,
 ) -> Exit {
     note(&format!(
         "warden: interactive session {}; /help for commands, /exit or Ctrl-D to leave",
@@ -48,6 +50,7 @@ pub(super) fn session(
         match command {
             "/exit" | "/quit" => return last,
             "/help" => note(HELP),
+            "/last" => printed.show(),
             "/compact" => match runtime.block_on(agent.compact_now(state, Trigger::Manual)) {
                 Ok(done) => note(&format!(
                     "compacted {} messages into a summary ({} identifiers put back); {} \

@@ -276,7 +276,12 @@ fn start(
         _ => OnAsk::Deny,
     };
     let mut json_sink = crate::print::JsonLines;
-    let mut human = crate::print::Human::default();
+    // An interactive session keeps what the last command printed for `/last`.
+    let last = crate::print::Last::default();
+    let mut human = match mode {
+        Mode::Run { interactive: true } => crate::print::Human::keeping(last.clone()),
+        _ => crate::print::Human::default(),
+    };
     let mut quiet = Quiet;
     let sink: &mut dyn Sink = match mode {
         // Compacting prints its own result only.
@@ -308,7 +313,7 @@ fn start(
             warden_agent::AgentError::Settings(_) => CliError::usage(anyhow!(e)),
             _ => CliError::failure(anyhow!(e)),
         })?;
-    let exit = drive(&runtime, &mut agent, &mut state, mode, args.json);
+    let exit = drive(&runtime, &mut agent, &mut state, mode, args.json, &last);
     let ctx = agent.tool_context();
     drop(agent);
     // Background commands end with the session.
@@ -409,6 +414,7 @@ fn drive(
     state: &mut State,
     mode: Mode,
     json: bool,
+    last: &crate::print::Last,
 ) -> Result<Exit, CliError> {
     match mode {
         Mode::Compact(trigger) => match runtime.block_on(agent.compact_now(state, trigger)) {
@@ -436,7 +442,7 @@ fn drive(
                 Exit::Success
             };
             if interactive {
-                exit = super::repl::session(runtime, agent, state, exit);
+                exit = super::repl::session(runtime, agent, state, exit, last);
             }
             Ok(exit)
         }
@@ -471,11 +477,12 @@ fn network_asker(settings: &Settings, engine: &Engine) -> warden_netproxy::Ask {
             decision: &decision,
             rule: standard.then_some(rule.as_str()),
             preview: None,
+            wider: None,
         });
         match answer {
             Answer::Once => NetAnswer::Once,
-            Answer::Session => NetAnswer::Session,
-            Answer::Always => {
+            Answer::Session | Answer::Wider { always: false } => NetAnswer::Session,
+            Answer::Always | Answer::Wider { always: true } => {
                 let _ = settings.remember(warden_config::RuleList::Allow, &rule);
                 NetAnswer::Always
             }

@@ -2,6 +2,7 @@
 //! formats: tool use over several turns, parallel calls, calls in pieces, cut streams, bad
 //! calls, retries, approvals, budgets, resume after `kill -9`, and the name-cleaner story.
 
+mod approvals;
 pub(crate) mod context;
 mod terminal;
 

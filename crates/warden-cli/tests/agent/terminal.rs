@@ -74,7 +74,7 @@ fn approvals_on_a_terminal_once_session_always_and_deny() {
     );
     assert!(!p.root().join(".warden/settings.local.toml").exists());
     let local = p.remembered();
-    assert!(local.contains("Edit(src/slugify.js)"), "{local}");
+    assert!(local.contains("Edit(/src/slugify.js)"), "{local}");
     assert!(
         !local.contains("npm test"),
         "a session answer is not saved: {local}"

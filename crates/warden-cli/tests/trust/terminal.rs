@@ -149,7 +149,7 @@ fn a_forged_question_cannot_hide_the_rule_a_person_is_asked_for() {
             &[Call::new(
                 "q1",
                 "requestPermission",
-                &serde_json::json!({"permission": "Bash(*)", "reason": forged}),
+                &serde_json::json!({"permission": "Bash(make deploy *)", "reason": forged}),
             )],
             9,
         ),
@@ -168,7 +168,8 @@ fn a_forged_question_cannot_hide_the_rule_a_person_is_asked_for() {
     let run = crate::support::on_a_terminal(&p, &argv, &["d"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(
-        run.stdout.contains("rule:      Bash(*) (for session"),
+        run.stdout
+            .contains("rule:      Bash(make deploy *) (for session"),
         "{}",
         run.stdout
     );
