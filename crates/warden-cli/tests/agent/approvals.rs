@@ -40,6 +40,20 @@ fn strip_colours(text: &str) -> String {
     out
 }
 
+/// A scripted model that makes each of `calls` in a turn of its own, then says it is done.
+fn model_calling(calls: &[Call<'_>]) -> FakeProvider {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
+        .collect();
+    replies.push(openai::text("Done.").fast());
+    FakeProvider::start(replies)
+}
+
+fn bash(id: &'static str, command: &str) -> Call<'static> {
+    Call::new(id, "bash", &json!({ "command": command }))
+}
+
 fn warden_on_a_terminal(p: &Project, server: &FakeProvider, answers: &[&str]) -> Run {
     let base = format!("{}/v1", server.url());
     on_a_terminal(
@@ -63,25 +77,22 @@ fn the_approval_screens_of_edit_write_patch_and_bash() {
     name_cleaner(&p);
     p.write("notes.md", "first\nsecond\nthird\n");
     let patch = "*** Begin Patch\n*** Update File: src/slugify.js\n@@\n-exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s/g, '-');\n+exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s+/g, '-');\n*** Add File: src/new.js\n+exports.x = 1;\n*** End Patch";
-    let one = |call: Call| openai::calls("", &[call], 9).fast();
-    let server = FakeProvider::start(vec![
-        one(Call::new(
+    let server = model_calling(&[
+        Call::new(
             "e1",
             "editFile",
             &json!({"path": "src/slugify.js", "oldString": "/\\s/g", "newString": "/\\s+/g"}),
-        )),
-        one(Call::new(
+        ),
+        Call::new(
             "w1",
             "writeFile",
             &json!({"path": "notes.md", "content": "first\nsecond, changed\nthird\n"}),
-        )),
-        one(Call::new("p1", "apply_patch", &json!({ "patch": patch }))),
-        one(Call::new(
+        ),
+        Call::new("p1", "apply_patch", &json!({ "patch": patch })),
+        bash(
             "b1",
-            "bash",
-            &json!({"command": "npm install left-pad > install.log && cat ~/Private/x.txt"}),
-        )),
-        openai::text("Asked.").fast(),
+            "npm install left-pad > install.log && cat ~/Private/x.txt",
+        ),
     ]);
     let run = warden_on_a_terminal(&p, &server, &["d", "d", "d", "d"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
@@ -112,21 +123,11 @@ fn a_wider_rule_is_only_a_second_choice_and_a_broad_one_is_named_and_refused() {
             &json!({"path": path, "oldString": "= 1", "newString": "= 2"}),
         )
     };
-    let server = FakeProvider::start(vec![
-        openai::calls("", &[edit("e1", "src/a.js")], 9).fast(),
-        openai::calls("", &[edit("e2", "src/b.js")], 9).fast(),
-        openai::calls("", &[edit("e3", "lib/c.js")], 9).fast(),
-        openai::calls(
-            "",
-            &[Call::new(
-                "c1",
-                "bash",
-                &json!({"command": "cat ~/Private/x.txt"}),
-            )],
-            9,
-        )
-        .fast(),
-        openai::text("Edited.").fast(),
+    let server = model_calling(&[
+        edit("e1", "src/a.js"),
+        edit("e2", "src/b.js"),
+        edit("e3", "lib/c.js"),
+        bash("c1", "cat ~/Private/x.txt"),
     ]);
     // The first edit: the wider rule (its directory) picked, for the session; then denials.
     let run = warden_on_a_terminal(&p, &server, &["w", "s", "d", "d"]);
@@ -163,28 +164,9 @@ fn a_wider_rule_is_only_a_second_choice_and_a_broad_one_is_named_and_refused() {
 #[test]
 fn a_wider_rule_nobody_offered_cannot_be_chosen() {
     let p = Project::new();
-    let server = FakeProvider::start(vec![
-        openai::calls(
-            "",
-            &[Call::new(
-                "c1",
-                "bash",
-                &json!({"command": "cat ~/Private/x.txt"}),
-            )],
-            9,
-        )
-        .fast(),
-        openai::calls(
-            "",
-            &[Call::new(
-                "c2",
-                "bash",
-                &json!({"command": "cat ~/Private/y.txt"}),
-            )],
-            9,
-        )
-        .fast(),
-        openai::text("Done.").fast(),
+    let server = model_calling(&[
+        bash("c1", "cat ~/Private/x.txt"),
+        bash("c2", "cat ~/Private/y.txt"),
     ]);
     // `w` where no wider rule is offered asks again; `s` then remembers the command itself.
     let run = warden_on_a_terminal(&p, &server, &["w", "s", "d"]);
@@ -201,19 +183,11 @@ fn a_commands_output_is_shown_under_its_tool_line_first_and_last_lines() {
     if !sandbox_available(&p) {
         return;
     }
-    let server = FakeProvider::start(vec![
-        openai::calls(
-            "",
-            &[Call::new(
-                "s1",
-                "bash",
-                &json!({"command": "for w in a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd; do echo word-$w; done; echo oops >&2; exit 3"}),
-            )],
-            9,
-        )
-        .fast(),
-        openai::text("Counted.").fast(),
-    ]);
+    let server = model_calling(&[bash(
+        "s1",
+        "for w in a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd; do echo word-$w; \
+         done; echo oops >&2; exit 3",
+    )]);
     let run = warden_on_a_terminal(&p, &server, &["o"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     let plain = strip_colours(&run.stdout).replace('\r', "");
@@ -240,19 +214,11 @@ fn in_a_session_last_shows_all_a_command_printed() {
     if !sandbox_available(&p) {
         return;
     }
-    let server = FakeProvider::start(vec![
-        openai::calls(
-            "",
-            &[Call::new(
-                "s1",
-                "bash",
-                &json!({"command": "for a in a b; do for b in a b c d e f g h i j k l m n o p q r s t; do echo item-$a$b; done; done"}),
-            )],
-            9,
-        )
-        .fast(),
-        openai::text("Counted.").fast(),
-    ]);
+    let server = model_calling(&[bash(
+        "s1",
+        "for a in a b; do for b in a b c d e f g h i j k l m n o p q r s t; do echo item-$a$b; \
+         done; done",
+    )]);
     let base = format!("{}/v1", server.url());
     let run = crate::support::in_a_session(
         &p,
@@ -286,23 +252,17 @@ fn in_a_session_last_shows_all_a_command_printed() {
 #[test]
 fn a_permission_broader_than_any_approval_may_remember_is_refused_before_anyone_is_asked() {
     let p = Project::new();
-    let ask = |id: &str, rule: &str| {
-        openai::calls(
-            "",
-            &[Call::new(
-                id,
-                "requestPermission",
-                &json!({"permission": rule, "reason": "to work faster"}),
-            )],
-            9,
+    let ask = |id: &'static str, rule: &str| {
+        Call::new(
+            id,
+            "requestPermission",
+            &json!({"permission": rule, "reason": "to work faster"}),
         )
-        .fast()
     };
-    let server = FakeProvider::start(vec![
+    let server = model_calling(&[
         ask("q1", "Bash(python3 *)"),
         ask("q2", "Read(~/**)"),
         ask("q3", "Bash(npm run lint *)"),
-        openai::text("Done.").fast(),
     ]);
     let run = warden_on_a_terminal(&p, &server, &["d"]);
     assert_eq!(run.code, 0, "{}", run.stdout);

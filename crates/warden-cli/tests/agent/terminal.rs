@@ -53,6 +53,24 @@ fn approvals_on_a_terminal_once_session_always_and_deny() {
     // Four questions: the second npm test was covered by the session rule.
     assert_eq!(run.stdout.matches("allow? ").count(), 4, "{}", run.stdout);
     assert!(run.stdout.contains("approval needed") && run.stdout.contains("risk:"));
+    // The story as a person sees it: the narrow rule, the edit's diff, the test's own output.
+    assert!(
+        run.stdout.contains("rule:      Bash(npm test *)")
+            && run.stdout.contains("rule:      Edit(/src/slugify.js)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("+exports.slugify = (s) => s.trim().toLowerCase().replace(/\\s+/g"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  │ ") && run.stdout.contains("runs of spaces become one dash"),
+        "{}",
+        run.stdout
+    );
     let result = |n: usize, id: &str| {
         results_sent(&server, n)
             .into_iter()

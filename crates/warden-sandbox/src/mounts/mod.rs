@@ -211,12 +211,14 @@ pub(crate) fn marks(plan: &Plan) -> Result<Vec<Mark>, String> {
 
 /// Whether every kept mount still shows what it showed when it was made, and is still a mount:
 /// one whose mount point was removed or replaced on the host is gone from every namespace
-/// (the kernel detaches it), and what it covered would show. Says which one changed.
+/// (the kernel detaches it), and what it covered would show. Says which one changed. A kernel
+/// that does not say whether a path is a mount's root (before 5.8) cannot be checked: a
+/// directory made again under a reused inode number would pass, so nothing passes there.
 pub(crate) fn unchanged(marks: &[Mark]) -> Result<(), String> {
     for mark in marks {
         let shown = sys::statx_at_path(&mark.target);
         let same = shown.as_ref().is_ok_and(|(dev, ino, root)| {
-            (*dev, *ino) == (mark.dev, mark.ino) && *root != Some(false)
+            (*dev, *ino) == (mark.dev, mark.ino) && *root == Some(true)
         });
         if !same {
             return Err(format!(
