@@ -111,3 +111,68 @@ fn explain_lists_every_layer_in_order() {
     let run = p.run(&["policy", "explain", "read", "../outside.txt"]);
     insta::assert_snapshot!("explain_read_outside", p.scrub(&run.stdout));
 }
+
+#[test]
+fn an_unknown_tool_is_a_usage_error_naming_the_known_ones() {
+    let p = Project::new();
+    for (tool, target) in [
+        ("bsh", "ls"),
+        ("mcp__github__create_issue", "{}"),
+        ("Read", "x"),
+    ] {
+        let run = p.run(&["policy", "check", tool, target]);
+        assert_eq!(run.code, 2, "{tool}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("unknown tool")
+                && run.stderr.contains("bash")
+                && run.stderr.contains("readFile")
+                && run.stderr.contains("Skill"),
+            "{}",
+            run.stderr
+        );
+        let run = p.run(&["policy", "explain", tool, target]);
+        assert_eq!(run.code, 2, "{tool}");
+    }
+    // The tools a model is offered are known by their own names too.
+    for (tool, target) in [
+        ("readFile", "README.md"),
+        ("webFetch", "https://docs.rs"),
+        ("Skill", "x"),
+    ] {
+        let run = p.run(&["policy", "check", "--json", tool, target]);
+        assert_eq!(run.code, 0, "{tool}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn a_reader_that_runs_code_is_named_in_the_reason() {
+    let p = Project::new();
+    for (command, reason) in [
+        (
+            "awk '{print | \"sh\"}' README.md",
+            "awk program pipes to or from a command",
+        ),
+        (
+            "sed -f script.sed README.md",
+            "sed script comes from a file",
+        ),
+        ("less +!id README.md", "less runs a shell command"),
+        (
+            "git --exec-path=/tmp log",
+            "git runs its commands from the directory",
+        ),
+    ] {
+        let run = p.run(&["policy", "check", "--json", "bash", command]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let decision = run.json();
+        assert_eq!(
+            decision["decision"], "require_approval",
+            "{command}: {decision}"
+        );
+        assert_eq!(decision["risk"], "L3", "{command}: {decision}");
+        assert!(
+            decision["reason"].as_str().unwrap().contains(reason),
+            "{command}: {decision}"
+        );
+    }
+}

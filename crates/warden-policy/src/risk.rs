@@ -344,6 +344,13 @@ pub fn classify(cmd: &SimpleCommand, extra: &[(String, RiskLevel)]) -> (RiskLeve
         level = *configured;
         reason = format!("{program} is {configured:?} by the settings");
     }
+    // A reader that runs code through what it was given: at least L3, named.
+    if let Some(construct) = cmd.executes.first()
+        && level <= RiskLevel::L3
+    {
+        level = RiskLevel::L3;
+        reason.clone_from(construct);
+    }
     let mut raise = |to: RiskLevel, why: &str| {
         if to > level {
             level = to;

@@ -12,11 +12,31 @@ use super::{load_settings_with, print_json};
 use crate::args::{PolicyArgs, PolicyCommand};
 use crate::{CliError, Exit};
 
+/// The names `policy check` and `explain` take: their own short ones, and every tool a model
+/// is offered (built-in, and `Skill`). A name of none of them is a usage error naming them all:
+/// a decision about a tool that does not exist would only mislead.
+fn known_tool(name: &str) -> Result<(), CliError> {
+    const SHORT: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "fetch"];
+    let registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
+    let mut known: Vec<String> = SHORT.iter().map(|s| (*s).to_owned()).collect();
+    known.extend(registry.specs().map(|s| s.name.to_string()));
+    known.push("Skill".to_owned());
+    if known.iter().any(|k| k == name) {
+        return Ok(());
+    }
+    known.dedup();
+    Err(CliError::usage(anyhow!(
+        "unknown tool {name:?}; known tools: {}",
+        known.join(", ")
+    )))
+}
+
 pub(super) fn run(dir: Option<PathBuf>, command: PolicyCommand) -> Result<Exit, CliError> {
     let (args, explain) = match command {
         PolicyCommand::Check(args) => (args, false),
         PolicyCommand::Explain(args) => (args, true),
     };
+    known_tool(&args.tool)?;
     let engine = engine(dir, &args)?;
     let action = Action::from_cli(&args.tool, &args.target);
     let verdict = if explain {

@@ -170,18 +170,28 @@ impl Engine {
         trail: &mut Trail,
     ) -> Result<Files, Part> {
         let home = &self.anchors.home;
-        let resolve = |raw: &String| (raw.clone(), self.target(&expand_home(raw), cwd));
+        // A glob is every name it could match (`cat .e*` reads `.env`).
+        let resolve = |raw: &String| -> Vec<(String, Target)> {
+            if super::globs::is_glob(raw) {
+                super::globs::candidates(raw, cwd, home)
+                    .iter()
+                    .map(|name| (raw.clone(), self.target(&expand_home(name), cwd)))
+                    .collect()
+            } else {
+                vec![(raw.clone(), self.target(&expand_home(raw), cwd))]
+            }
+        };
         let reads: Vec<(String, Target)> = cmd
             .reads
             .iter()
             .filter(|r| resolvable(r))
-            .map(resolve)
+            .flat_map(&resolve)
             .collect();
         let writes: Vec<(String, Target)> = cmd
             .writes
             .iter()
             .filter(|w| resolvable(w) && !paths::is_harmless_device(w))
-            .map(resolve)
+            .flat_map(&resolve)
             .collect();
         let protected = |list: &[(String, Target)], unknown: &[String], write: bool| {
             list.iter()

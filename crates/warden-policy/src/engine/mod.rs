@@ -1,6 +1,7 @@
 //! The five layers (SPEC P5): hard block → path sandbox → rules → mode → approval.
 
 mod bash;
+mod globs;
 mod narrow;
 mod project;
 mod tools;

@@ -107,6 +107,7 @@ pub(super) fn annotate(cmd: &mut SimpleCommand) {
             cmd.flags.stdin_script = true;
         }
     }
+    super::runners::check(cmd);
 }
 
 /// Paths written as string literals in inline code (`node -e "fs.readFileSync('…')"`) are reads

@@ -10,6 +10,7 @@
 mod annotate;
 mod commands;
 mod programs;
+mod runners;
 mod walk;
 mod words;
 
@@ -141,6 +142,10 @@ pub struct SimpleCommand {
     pub writes: Vec<String>,
     /// The writes that come from redirections (`> out.txt`) rather than from the program.
     pub redirected: Vec<String>,
+    /// What in its arguments, program text or environment makes a reader run code, in words
+    /// (`awk program runs a command through system()`): the first is the reason of its risk.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub executes: Vec<String>,
     pub flags: Flags,
     /// Wrappers this command was found behind, outermost first (`sudo`, `timeout`, `bash -c`).
     pub via: Vec<String>,

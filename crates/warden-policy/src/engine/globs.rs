@@ -1,0 +1,203 @@
+//! A path a command names with glob characters (`cat .e*`, `cat ~/.ss?/id_*`) is every name it
+//! could match: the protected names each of its parts could match when the command runs (a file
+//! an earlier part of the command makes counts too), and what it matches on disk now (a
+//! protected path of the settings' own, `secrets/prod.json` for `secrets/p*`). Any of them
+//! protected refuses the command, as the name itself would.
+
+use std::path::{Path, PathBuf};
+
+/// Names the protections and the secret list are written in, stood in for a part of a glob
+/// that could match them.
+const PROTECTED_NAMES: &[&str] = &[
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".envrc",
+    ".ssh",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    ".aws",
+    "credentials",
+    "credentials.toml",
+    ".gnupg",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".pgpass",
+    ".docker",
+    "config.json",
+    ".kube",
+    "config",
+    ".git",
+    "hooks",
+    "pre-commit",
+    ".gitmodules",
+    ".vscode",
+    "tasks.json",
+    ".husky",
+    ".warden",
+    ".github",
+    "workflows",
+];
+
+/// How many names one glob stands for at the most (its parts' choices multiplied, and what is
+/// on disk): past it, the first ones.
+const MOST: usize = 256;
+
+/// Whether the shell would expand `raw` as a glob.
+pub(super) fn is_glob(raw: &str) -> bool {
+    raw.contains(['*', '?', '['])
+}
+
+/// The names `raw` could stand for, written as paths the policy resolves like any other:
+/// each part replaced by the protected names it could match and by a plain name of its shape,
+/// and the paths it matches on disk now under `cwd` (or `home`, for `~/…`).
+pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
+    let mut out: Vec<String> = vec![String::new()];
+    let absolute = raw.starts_with('/');
+    for part in raw.split('/').filter(|p| !p.is_empty()) {
+        let choices: Vec<String> = if is_glob(part) {
+            // A part that is all wildcards (`src/*`) is what is on disk: read as every
+            // protected name, no glob would be a read.
+            let aimed = part.chars().any(|c| !matches!(c, '*' | '?'));
+            let mut choices: Vec<String> = PROTECTED_NAMES
+                .iter()
+                .filter(|name| aimed && matches(part, name))
+                .map(|name| (*name).to_owned())
+                .collect();
+            choices.push(plain(part));
+            choices
+        } else {
+            vec![part.to_owned()]
+        };
+        let mut next = Vec::new();
+        for prefix in &out {
+            for choice in &choices {
+                if next.len() < MOST {
+                    next.push(if prefix.is_empty() {
+                        choice.clone()
+                    } else {
+                        format!("{prefix}/{choice}")
+                    });
+                }
+            }
+        }
+        out = next;
+    }
+    if absolute {
+        for path in &mut out {
+            path.insert(0, '/');
+        }
+    }
+    out.extend(on_disk(raw, cwd, home));
+    out.dedup();
+    out
+}
+
+/// A name `part` matches: each `*` as `x`, each `?` as `x`, a bracket as its first member.
+fn plain(part: &str) -> String {
+    let mut out = String::new();
+    let mut chars = part.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' | '?' => out.push('x'),
+            '[' => {
+                let class: String = chars.by_ref().take_while(|c| *c != ']').collect();
+                out.extend(class.trim_start_matches(['!', '^']).chars().next());
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether glob `part` matches `name` as the shell would: a leading `.` only where the part
+/// starts with one (hidden files are not matched by `*`; a command that changes that is
+/// rated on its own: `shopt -s dotglob`, `GLOBIGNORE`).
+fn matches(part: &str, name: &str) -> bool {
+    if name.starts_with('.') && !part.starts_with('.') {
+        return false;
+    }
+    globset::GlobBuilder::new(part)
+        .literal_separator(true)
+        .build()
+        .is_ok_and(|glob| glob.compile_matcher().is_match(name))
+}
+
+/// What `raw` matches on disk now, at most [`MOST`] paths.
+fn on_disk(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
+    let (base, rest): (PathBuf, &str) = if let Some(rest) = raw.strip_prefix("~/") {
+        (home.to_path_buf(), rest)
+    } else if let Some(rest) = raw.strip_prefix('/') {
+        (PathBuf::from("/"), rest)
+    } else {
+        (cwd.to_path_buf(), raw)
+    };
+    let mut found = vec![base];
+    for part in rest.split('/').filter(|p| !p.is_empty()) {
+        let mut next = Vec::new();
+        for dir in &found {
+            if !is_glob(part) {
+                next.push(dir.join(part));
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten().take(4 * MOST) {
+                let name = entry.file_name();
+                if let Some(name) = name.to_str()
+                    && matches(part, name)
+                    && next.len() < MOST
+                {
+                    next.push(dir.join(name));
+                }
+            }
+        }
+        found = next;
+    }
+    found
+        .into_iter()
+        .filter(|p| p.exists())
+        .filter_map(|p| p.to_str().map(str::to_owned))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glob_stands_for_the_protected_names_it_could_match() {
+        let none = Path::new("/nonexistent-warden-test");
+        let has = |raw: &str, want: &str| {
+            let got = candidates(raw, none, none);
+            assert!(got.iter().any(|c| c == want), "{raw}: {got:?}");
+        };
+        has(".e*", ".env");
+        has(".en?", ".env");
+        has(".[e]nv", ".env");
+        has("~/.ss?/id_*", "~/.ssh/id_rsa");
+        has("/home/*/.ssh/id_rsa", "/home/x/.ssh/id_rsa");
+        has("*/.env", "x/.env");
+        has(".*", ".env");
+        has(".git/hoo*/pre-*", ".git/hooks/pre-commit");
+        // `*` does not match a hidden name, as in the shell.
+        let star = candidates("*", none, none);
+        assert!(!star.iter().any(|c| c.starts_with('.')), "{star:?}");
+        assert_eq!(candidates("src/*.rs", none, none), ["src/x.rs"]);
+    }
+
+    #[test]
+    fn what_a_glob_matches_on_disk_is_among_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("secrets")).unwrap();
+        std::fs::write(dir.path().join("secrets/prod.json"), "{}").unwrap();
+        let got = candidates("secrets/p*", dir.path(), dir.path());
+        let want = dir.path().join("secrets/prod.json");
+        assert!(got.iter().any(|c| Path::new(c) == want), "{got:?}");
+    }
+}
