@@ -101,3 +101,56 @@ fn the_compound_property_can_fail() {
     assert_eq!(decide(&engine, "ls"), DecisionKind::Allow);
     assert_eq!(decide(&engine, "ls && rm -rf /"), DecisionKind::Deny);
 }
+
+/// Readers given what makes them run code (issue 23): each is at least L3 alone.
+const RUNNING_READERS: &[&str] = &[
+    "awk 'BEGIN{system(\"id\")}'",
+    "awk '{print | \"sh\"}' README.md",
+    "awk -f prog.awk README.md",
+    "sed -n '/x/e id' README.md",
+    "sed -f script.sed README.md",
+    "less +!id README.md",
+    "man -P id ls",
+    "git --exec-path=/tmp log",
+    "GIT_DIR=/tmp/other git log",
+    "git grep --open-files-in-pager=id x",
+    "tar -xf a.tar --to-command=id",
+    "make --eval='x:=$(shell id)'",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_code_running_reader_keeps_its_risk_anywhere_in_a_compound(
+        reader in prop::sample::select(RUNNING_READERS),
+        other in prop::sample::select(&PARTS[..5]),
+        join in prop::sample::select(JOINERS),
+        first in prop::bool::ANY,
+        shape in 0usize..4,
+    ) {
+        let (_fixture, engine) = engine_with("");
+        let compound = if first {
+            format!("{reader}{join}{other}")
+        } else {
+            format!("{other}{join}{reader}")
+        };
+        let line = match shape {
+            0 => compound,
+            1 => format!("( {compound} )"),
+            2 => format!("{{ {compound}; }}"),
+            _ => format!("sh -c {}", shell_quote(&compound)),
+        };
+        let verdict = engine.check(&Action::Bash(line.clone())).decision;
+        prop_assert!(
+            verdict.decision != DecisionKind::Allow
+                && verdict.risk.is_some_and(|r| r >= warden_protocol::RiskLevel::L3),
+            "{line}: {verdict:?}"
+        );
+    }
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}

@@ -308,34 +308,43 @@ fn hand_over(
     spare: bool,
 ) -> Result<Launched, Handover> {
     let Started {
-        process,
+        mut process,
         streams,
         status,
         plan: plan_pipe,
         group,
     } = started;
-    let placeholders = Placeholders::make(&plan.placeholders)
-        .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
-    let layers = Layers::make(&plan.git_repositories, plan.run_as)
-        .map_err(|e| Handover::Failed(SandboxError::Setup(e)))?;
-    // An overlay's root is its upper layer's: the command's when it runs as another id.
-    for overlay in plan.overlays.iter().filter(|_| plan.run_as.is_some()) {
-        std::os::unix::fs::chown(&overlay.upper, plan.run_as, plan.run_as).map_err(|e| {
-            Handover::Failed(SandboxError::Setup(format!(
-                "{}: {e}",
-                overlay.upper.display()
-            )))
-        })?;
-    }
-    let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
-        serde_json::to_string(plan)
-    } else {
-        let mut sent = plan.clone();
-        sent.git_layers = layers.paths();
-        sent.into_cgroup = group.v2_dir().is_some();
-        serde_json::to_string(&sent)
-    }
-    .map_err(|e| Handover::Failed(SandboxError::Setup(e.to_string())))?;
+    let made = (|| {
+        let placeholders = Placeholders::make(&plan.placeholders).map_err(SandboxError::Setup)?;
+        let layers =
+            Layers::make(&plan.git_repositories, plan.run_as).map_err(SandboxError::Setup)?;
+        // An overlay's root is its upper layer's: the command's when it runs as another id.
+        for overlay in plan.overlays.iter().filter(|_| plan.run_as.is_some()) {
+            std::os::unix::fs::chown(&overlay.upper, plan.run_as, plan.run_as)
+                .map_err(|e| SandboxError::Setup(format!("{}: {e}", overlay.upper.display())))?;
+        }
+        let json = if plan.git_overlays.is_empty() && group.v2_dir().is_none() {
+            serde_json::to_string(plan)
+        } else {
+            let mut sent = plan.clone();
+            sent.git_layers = layers.paths();
+            sent.into_cgroup = group.v2_dir().is_some();
+            serde_json::to_string(&sent)
+        }
+        .map_err(|e| SandboxError::Setup(e.to_string()))?;
+        Ok((placeholders, layers, json))
+    })();
+    let (placeholders, layers, json) = match made {
+        Ok(made) => made,
+        Err(e) => {
+            // Never handed its plan: ended and reaped here, so that its number is not killed
+            // later as a command's (a Ctrl-C), nor left behind.
+            process.kill();
+            process.wait();
+            running_remove(process.id());
+            return Err(Handover::Failed(e));
+        }
+    };
     let started = Instant::now();
     // The helper reads the plan first thing; if it died instead, the status says so.
     let written = (&plan_pipe).write_all(json.as_bytes());

@@ -22,6 +22,18 @@ fn run(
     sandbox.run(&plan, warden_sandbox::Output::Capture).unwrap()
 }
 
+/// Waits (up to ten seconds) until `pid` has ended, not only been signalled: a plan handed to a
+/// helper still dying is a command that fails closed ("ended without a status").
+fn dead(pid: u32) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The spare waiting now, after waiting up to ten seconds for one other than `not`.
 fn spare_other_than(sandbox: &warden_sandbox::Sandbox, not: Option<u32>) -> u32 {
     let until = Instant::now() + Duration::from_secs(10);
@@ -98,15 +110,7 @@ fn a_spare_helper_leaves_nothing_of_one_command_to_the_next_and_a_killed_one_is_
             .unwrap()
             .success()
     );
-    // Dead, not only signalled: a plan handed to a helper still dying is a command that fails
-    // closed ("ended without a status"), which is not what this part is about.
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until
-        && std::fs::read_to_string(format!("/proc/{spare}/stat"))
-            .is_ok_and(|stat| !stat.split(") ").nth(1).unwrap_or("").starts_with('Z'))
-    {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    dead(spare);
     let third = run(&sandbox, &ws, "cat /proc/self/status; hostname", 256);
     assert_eq!(
         third.exit_code,
