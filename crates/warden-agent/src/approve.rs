@@ -58,12 +58,21 @@ const PREVIEW_LINES: usize = 40;
 
 /// A preview's lines for a terminal: removed lines red, added green, headers bold; every
 /// character printable.
-fn preview_lines(preview: &str, all: bool) -> (Vec<String>, usize) {
+fn preview_lines(preview: &str, all: bool, tool: &str) -> (Vec<String>, usize) {
     let lines: Vec<&str> = preview.lines().collect();
+    // A patch's files first; its hunks, after the blank line, on request.
+    let first = if tool == "apply_patch" {
+        lines
+            .iter()
+            .position(|l| l.is_empty())
+            .unwrap_or(lines.len())
+    } else {
+        PREVIEW_LINES
+    };
     let shown = if all {
         lines.len()
     } else {
-        lines.len().min(PREVIEW_LINES)
+        lines.len().min(first).min(PREVIEW_LINES)
     };
     let out = lines[..shown]
         .iter()
@@ -138,12 +147,16 @@ impl Approver for Terminal {
                 "change:"
             };
             let _ = writeln!(err, "{what}");
-            let (lines, more) = preview_lines(preview, false);
+            let (lines, more) = preview_lines(preview, false, q.tool);
             for line in lines {
                 let _ = writeln!(err, "  {line}");
             }
             if more > 0 {
-                let _ = writeln!(err, "  … {more} more lines ([v]iew them all)");
+                let _ = if q.tool == "apply_patch" {
+                    writeln!(err, "  … its hunks, {more} lines ([v]iew them)")
+                } else {
+                    writeln!(err, "  … {more} more lines ([v]iew them all)")
+                };
             }
             left = more;
         }
@@ -157,7 +170,7 @@ impl Approver for Terminal {
             }
             match line.trim().to_ascii_lowercase().as_str() {
                 "v" | "view" if left > 0 => {
-                    let (lines, _) = preview_lines(q.preview.unwrap_or_default(), true);
+                    let (lines, _) = preview_lines(q.preview.unwrap_or_default(), true, q.tool);
                     for line in lines {
                         let _ = writeln!(err, "  {line}");
                     }

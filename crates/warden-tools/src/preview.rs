@@ -71,7 +71,15 @@ pub fn preview(
         "apply_patch" => {
             let patch = args.get("patch")?.as_str()?;
             let ops = crate::patch::parse(patch).ok()?;
-            let lines: Vec<String> = ops.iter().map(summary).collect();
+            let mut lines: Vec<String> = ops.iter().map(summary).collect();
+            // Then the hunks themselves, after a blank line: a terminal shows them on request.
+            lines.push(String::new());
+            lines.extend(
+                patch
+                    .lines()
+                    .filter(|l| !matches!(l.trim_end(), "*** Begin Patch" | "*** End Patch"))
+                    .map(str::to_owned),
+            );
             Preview::of(lines.join("\n"))
         }
         _ => None,

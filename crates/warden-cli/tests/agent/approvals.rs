@@ -94,7 +94,8 @@ fn the_approval_screens_of_edit_write_patch_and_bash() {
             "npm install left-pad > install.log && cat ~/Private/x.txt",
         ),
     ]);
-    let run = warden_on_a_terminal(&p, &server, &["d", "d", "d", "d"]);
+    // The patch's hunks are seen on request (`v`), then it is denied like the others.
+    let run = warden_on_a_terminal(&p, &server, &["d", "d", "v", "d", "d"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     // Coloured on the terminal: the removed line red, the added green.
     assert!(
@@ -104,6 +105,11 @@ fn the_approval_screens_of_edit_write_patch_and_bash() {
     );
     assert!(
         run.stdout.contains("\x1b[32m+exports.slugify"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("its hunks, ") && run.stdout.contains("\x1b[32m+exports.x = 1;"),
         "{}",
         run.stdout
     );
