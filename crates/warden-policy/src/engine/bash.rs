@@ -173,7 +173,7 @@ impl Engine {
         // A glob is every name it could match (`cat .e*` reads `.env`).
         let resolve = |raw: &String| -> Vec<(String, Target)> {
             if super::globs::is_glob(raw) {
-                super::globs::candidates(raw, cwd, home)
+                super::globs::candidates(&expand_home(raw), cwd, home)
                     .iter()
                     .map(|name| (raw.clone(), self.target(&expand_home(name), cwd)))
                     .collect()

@@ -41,21 +41,146 @@ const PROTECTED_NAMES: &[&str] = &[
     ".warden",
     ".github",
     "workflows",
+    ".config",
+    "gh",
+    "hosts.yml",
+    ".azure",
+    "accessTokens.json",
+    "gcloud",
+    ".bashrc",
+    ".zshrc",
+    ".profile",
+    ".bash_profile",
+    ".idea",
 ];
 
 /// How many names one glob stands for at the most (its parts' choices multiplied, and what is
 /// on disk): past it, the first ones.
 const MOST: usize = 256;
 
-/// Whether the shell would expand `raw` as a glob.
+/// Whether the shell would expand `raw`: a glob, a brace expansion or an extglob pattern.
 pub(super) fn is_glob(raw: &str) -> bool {
-    raw.contains(['*', '?', '['])
+    raw.contains(['*', '?', '[']) || raw.contains('{') || raw.contains('(')
 }
 
-/// The names `raw` could stand for, written as paths the policy resolves like any other:
-/// each part replaced by the protected names it could match and by a plain name of its shape,
-/// and the paths it matches on disk now under `cwd` (or `home`, for `~/…`).
+/// The names `raw` could stand for, written as paths the policy resolves like any other: its
+/// brace expansions and extglob alternatives, then for each of them every part replaced by the
+/// protected names it could match and by a plain name of its shape, and the paths it matches on
+/// disk now under `cwd` (or `home`, for `~/…`).
 pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in expansions(raw) {
+        if word.contains(['*', '?', '[']) {
+            out.extend(glob_candidates(&word, cwd, home));
+        } else {
+            out.push(word);
+        }
+        if out.len() >= MOST {
+            break;
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// The words brace expansion makes of `raw` (`.{e,x}nv`: `.env`, `.xnv`; `.{d..f}nv`), and
+/// an extglob pattern's alternatives (`.@(env|x)`; `!(…)` as `*`), at most [`MOST`].
+fn expansions(raw: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    let mut todo = vec![raw.to_owned()];
+    while let Some(word) = todo.pop() {
+        if done.len() + todo.len() >= MOST {
+            done.push(word);
+            continue;
+        }
+        match first_group(&word) {
+            Some((before, alternatives, after)) => {
+                for alternative in alternatives {
+                    todo.push(format!("{before}{alternative}{after}"));
+                }
+            }
+            None => done.push(word),
+        }
+    }
+    done
+}
+
+/// The first `{…}` with a `,` or `..` at its top level, or extglob `@(…)`, `?(…)`, `*(…)`,
+/// `+(…)`, `!(…)`: what stands before it, its alternatives, what follows.
+fn first_group(word: &str) -> Option<(String, Vec<String>, String)> {
+    let chars: Vec<char> = word.chars().collect();
+    for (start, &c) in chars.iter().enumerate() {
+        let extglob =
+            c == '(' && start > 0 && matches!(chars[start - 1], '@' | '?' | '*' | '+' | '!');
+        if c != '{' && !extglob {
+            continue;
+        }
+        let close = if c == '{' { '}' } else { ')' };
+        let mut depth = 0;
+        let mut parts = vec![String::new()];
+        let mut end = None;
+        for (k, &d) in chars.iter().enumerate().skip(start + 1) {
+            match d {
+                '{' | '(' => depth += 1,
+                _ if d == close && depth == 0 => {
+                    end = Some(k);
+                    break;
+                }
+                '}' | ')' => depth -= 1,
+                ',' | '|' if depth == 0 => {
+                    parts.push(String::new());
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(last) = parts.last_mut() {
+                last.push(d);
+            }
+        }
+        let end = end?;
+        let after: String = chars[end + 1..].iter().collect();
+        if extglob {
+            let kind = chars[start - 1];
+            let before: String = chars[..start - 1].iter().collect();
+            let mut alternatives = if kind == '!' {
+                vec!["*".to_owned()]
+            } else {
+                parts
+            };
+            if matches!(kind, '?' | '*') {
+                alternatives.push(String::new());
+            }
+            return Some((before, alternatives, after));
+        }
+        let before: String = chars[..start].iter().collect();
+        if parts.len() > 1 {
+            return Some((before, parts, after));
+        }
+        if let Some((from, to)) = parts[0].split_once("..") {
+            return Some((before, sequence(from, to)?, after));
+        }
+    }
+    None
+}
+
+/// `{a..e}` or `{1..5}`, at most [`MOST`] items.
+fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
+    if let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) {
+        let (lo, hi) = (a.min(b), a.max(b));
+        return Some((lo..=hi).take(MOST).map(|n| n.to_string()).collect());
+    }
+    let (mut a, mut b) = (from.chars(), to.chars());
+    match (a.next(), a.next(), b.next(), b.next()) {
+        (Some(x), None, Some(y), None) => {
+            let (lo, hi) = (x.min(y), x.max(y));
+            Some((lo..=hi).take(MOST).map(String::from).collect())
+        }
+        _ => None,
+    }
+}
+
+/// The names glob `raw` could stand for (see [`candidates`]).
+fn glob_candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
     let mut out: Vec<String> = vec![String::new()];
     let absolute = raw.starts_with('/');
     for part in raw.split('/').filter(|p| !p.is_empty()) {
@@ -93,7 +218,6 @@ pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
         }
     }
     out.extend(on_disk(raw, cwd, home));
-    out.dedup();
     out
 }
 
@@ -189,6 +313,14 @@ mod tests {
         let star = candidates("*", none, none);
         assert!(!star.iter().any(|c| c.starts_with('.')), "{star:?}");
         assert_eq!(candidates("src/*.rs", none, none), ["src/x.rs"]);
+        // Brace expansion and extglob.
+        has(".{e,x}nv", ".env");
+        has("{.,}env", ".env");
+        has(".env{,}", ".env");
+        has(".{d..f}nv", ".env");
+        has(".@(env|x)", ".env");
+        has(".gi{t,}/hooks/pre-commit", ".git/hooks/pre-commit");
+        has("~/.bash{rc,}", "~/.bashrc");
     }
 
     #[test]

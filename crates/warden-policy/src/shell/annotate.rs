@@ -424,7 +424,17 @@ fn git_setting(cmd: &mut SimpleCommand, key_value: &str) {
         || key.starts_with("filter.")
         || key.starts_with("diff.") && key.ends_with(".textconv")
         || key.starts_with("diff.") && key.ends_with(".command")
-        || key.starts_with("merge.") && key.ends_with(".driver");
+        || key.starts_with("merge.") && key.ends_with(".driver")
+        || key.starts_with("pager.")
+        || key.starts_with("sendemail.")
+        || key == "web.browser"
+        || key == "core.alternaterefscommand"
+        || ["man.", "browser.", "difftool.", "mergetool."]
+            .iter()
+            .any(|p| key.starts_with(p))
+            && matches!(key.rsplit('.').next(), Some("cmd" | "path"))
+        || key.starts_with("gpg.") && key.ends_with(".program")
+        || key.starts_with("credential.") && key.ends_with(".helper");
     if exec {
         cmd.flags.code_execution = true;
         cmd.flags.hidden_exec = true;

@@ -90,6 +90,10 @@ pub(super) const DANGEROUS_ENV: &[&str] = &[
     "GIT_SEQUENCE_EDITOR",
     "GIT_TEMPLATE_DIR",
     "GLOBIGNORE",
+    "BASHOPTS",
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
 ];
 
 /// Commands whose non-option arguments are files they read.

@@ -117,6 +117,11 @@ fn parameter_text(expr: &word::ParameterExpr) -> String {
             word::Parameter::Named(name) => format!("${name}"),
             other => other.to_string(),
         },
+        // `${NAME:=…}` sets NAME: its name is kept, for what setting it would change.
+        word::ParameterExpr::AssignDefaultValues {
+            parameter: word::Parameter::Named(name),
+            ..
+        } => format!("${{{name}:=…}}"),
         _ => "${…}".to_owned(),
     }
 }

@@ -41,6 +41,8 @@ const TABLE: &[(&str, Check)] = &[
 
 /// Looks at `cmd` with its program's entry, if it has one.
 pub(super) fn check(cmd: &mut SimpleCommand) {
+    pager_environment(cmd);
+    sets_a_variable(cmd);
     if let Some((_, check)) = TABLE.iter().find(|(name, _)| *name == cmd.program) {
         let args = cmd.args.clone();
         check(cmd, &args);
@@ -68,16 +70,52 @@ fn reads(cmd: &mut SimpleCommand, path: &str) {
     }
 }
 
-/// The value of option `names` at `args[i]`: the next word (`-f FILE`, `--file FILE`), or
-/// joined (`-fFILE`, `--file=FILE`); the index after it.
-fn option_at(args: &[Arg], i: usize, short: &[&str], long: &[&str]) -> Option<(String, usize)> {
+/// A long option as given: alone (`--file`, its value the next word when it takes one) or
+/// with its value (`--file=x`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Long<'t> {
+    Alone,
+    With(&'t str),
+}
+
+impl<'t> Long<'t> {
+    /// The value given with `=`, if any.
+    pub(super) fn value(self) -> Option<&'t str> {
+        match self {
+            Self::Alone => None,
+            Self::With(value) => Some(value),
+        }
+    }
+}
+
+/// `text` as GNU's getopt reads a long option: `--NAME` or `--NAME=VALUE`, where NAME may be
+/// any prefix of `full` (an unambiguous abbreviation is accepted: `--fil` for `--file`).
+fn long<'t>(text: &'t str, full: &str) -> Option<Long<'t>> {
+    let rest = text.strip_prefix("--")?;
+    let (name, value) = match rest.split_once('=') {
+        Some((name, value)) => (name, Long::With(value)),
+        None => (rest, Long::Alone),
+    };
+    (!name.is_empty() && full.trim_start_matches('-').starts_with(name)).then_some(value)
+}
+
+/// The value of option `short` or `long_names` at `args[i]`: the next word (`-f FILE`, `--file
+/// FILE`, `--fil FILE`), or joined (`-fFILE`, `--file=FILE`); the index after it.
+fn option_at(
+    args: &[Arg],
+    i: usize,
+    short: &[&str],
+    long_names: &[&str],
+) -> Option<(String, usize)> {
     let text = args[i].text.as_str();
-    if short.contains(&text) || long.contains(&text) {
+    if short.contains(&text) {
         return Some((args.get(i + 1).map(|a| a.text.clone())?, i + 2));
     }
-    for name in long {
-        if let Some(value) = text.strip_prefix(&format!("{name}=")) {
-            return Some((value.to_owned(), i + 1));
+    for name in long_names {
+        match long(text, name) {
+            Some(Long::With(value)) => return Some((value.to_owned(), i + 1)),
+            Some(Long::Alone) => return Some((args.get(i + 1).map(|a| a.text.clone())?, i + 2)),
+            None => {}
         }
     }
     for name in short {
@@ -86,6 +124,72 @@ fn option_at(args: &[Arg], i: usize, short: &[&str], long: &[&str]) -> Option<(S
         }
     }
     None
+}
+
+/// What `LESS` (or `MORE`) in a command's environment gives `less`, wherever it runs it (as
+/// `man`'s or git's pager too): a first command running a shell, a log file, key bindings.
+fn pager_environment(cmd: &mut SimpleCommand) {
+    let risky = cmd.assignments.iter().any(|(name, value)| {
+        matches!(name.as_str(), "LESS" | "MORE")
+            && (value.contains(['!', '|'])
+                || ["-o", "-O", "-k", "--log", "--LOG", "--lesskey"]
+                    .iter()
+                    .any(|o| value.contains(o)))
+    });
+    if risky {
+        runs(
+            cmd,
+            "LESS in the environment gives less a shell command, a log file or key bindings",
+        );
+    }
+}
+
+/// Builtins that set a variable by name (`read NAME`, `printf -v NAME`, `: ${NAME:=…}`,
+/// `declare NAME`): one that changes what runs, or what a glob matches, is set as an
+/// assignment would be.
+fn sets_a_variable(cmd: &mut SimpleCommand) {
+    let args: Vec<&str> = cmd.args.iter().map(|a| a.text.as_str()).collect();
+    let names: Vec<&str> = match cmd.program.as_str() {
+        "printf" => args
+            .windows(2)
+            .filter(|w| w[0] == "-v")
+            .map(|w| w[1])
+            .collect(),
+        "read" | "mapfile" | "readarray" | "getopts" => args
+            .iter()
+            .copied()
+            .filter(|a| !a.starts_with('-'))
+            .collect(),
+        // `${NAME:=…}` in any command's words sets NAME.
+        _ if args.iter().any(|a| a.contains(":=…}")) => args
+            .iter()
+            .filter_map(|a| a.split("${").nth(1))
+            .map(|rest| rest.split([':', '=', '}']).next().unwrap_or_default())
+            .collect(),
+        ":" => args
+            .iter()
+            .filter_map(|a| a.split("${").nth(1))
+            .map(|rest| {
+                rest.split([':', '=', '}', '-', '+', '?'])
+                    .next()
+                    .unwrap_or_default()
+            })
+            .collect(),
+        "let" | "declare" | "typeset" | "local" | "export" => args
+            .iter()
+            .map(|a| a.split(['=', '+']).next().unwrap_or_default())
+            .collect(),
+        _ => return,
+    };
+    let dangerous = names.iter().any(|name| {
+        super::programs::DANGEROUS_ENV.contains(name) || name.starts_with("GIT_CONFIG")
+    });
+    if dangerous {
+        runs(
+            cmd,
+            "sets a variable that changes which code runs or what a glob matches",
+        );
+    }
 }
 
 fn less(cmd: &mut SimpleCommand, args: &[Arg]) {
@@ -103,7 +207,7 @@ fn less(cmd: &mut SimpleCommand, args: &[Arg]) {
             args,
             i,
             &["-k"],
-            &["--lesskey-file", "--lesskey-src", "--lesskey-content"],
+            &["lesskey-file", "lesskey-src", "lesskey-content"],
         ) {
             runs(
                 cmd,
@@ -112,7 +216,7 @@ fn less(cmd: &mut SimpleCommand, args: &[Arg]) {
             i = next;
             continue;
         } else if let Some((file, next)) =
-            option_at(args, i, &["-o", "-O"], &["--log-file", "--LOG-FILE"])
+            option_at(args, i, &["-o", "-O"], &["log-file", "LOG-FILE"])
         {
             writes(cmd, &file);
             i = next;
@@ -124,10 +228,10 @@ fn less(cmd: &mut SimpleCommand, args: &[Arg]) {
 
 fn man(cmd: &mut SimpleCommand, args: &[Arg]) {
     for (i, arg) in args.iter().enumerate() {
-        if option_at(args, i, &["-P"], &["--pager"]).is_some() {
+        if option_at(args, i, &["-P"], &["pager"]).is_some() {
             runs(cmd, "man runs the pager it is given (-P)");
         }
-        if arg.text == "-H" || arg.text.starts_with("-H") || arg.text.starts_with("--html") {
+        if arg.text == "-H" || arg.text.starts_with("-H") || long(&arg.text, "html").is_some() {
             runs(cmd, "man runs a browser (-H, --html)");
         }
     }
@@ -148,21 +252,31 @@ fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
             "GIT_PROXY_COMMAND" | "GIT_SEQUENCE_EDITOR" => {
                 runs(cmd, "git runs the program a variable names");
             }
+            "HOME" | "XDG_CONFIG_HOME" => runs(
+                cmd,
+                "git reads its configuration from the home directory it is given",
+            ),
             _ => {}
+        }
+    }
+    // GIT_TRACE=/path and its kin write that file.
+    for (name, value) in cmd.assignments.clone() {
+        if name.starts_with("GIT_TRACE") && value.contains('/') {
+            writes(cmd, &value);
         }
     }
     let mut sub = None;
     let mut i = 0;
     while i < args.len() {
         let text = args[i].text.as_str();
-        if let Some(path) = text.strip_prefix("--exec-path=") {
+        if let Some(path) = long(text, "exec-path").and_then(Long::value) {
             if !path.is_empty() {
                 runs(
                     cmd,
                     "git runs its commands from the directory it is given (--exec-path=…)",
                 );
             }
-        } else if option_at(args, i, &[], &["--git-dir", "--work-tree"]).is_some() {
+        } else if option_at(args, i, &[], &["git-dir", "work-tree"]).is_some() {
             runs(
                 cmd,
                 "git takes another repository's directory and its configuration (--git-dir)",
@@ -180,17 +294,36 @@ fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
     };
     let rest = &args[at + 1..];
     match args[at].text.as_str() {
-        "grep"
+        "grep" => {
             if rest.iter().any(|a| {
                 (a.text.starts_with("-O") && a.text.len() > 2)
-                    || a.text.starts_with("--open-files-in-pager=")
-            }) =>
-        {
-            runs(
-                cmd,
-                "git grep opens the files in the program it is given (-O…)",
-            );
+                    || matches!(long(&a.text, "open-files-in-pager"), Some(Long::With(_)))
+            }) {
+                runs(
+                    cmd,
+                    "git grep opens the files in the program it is given (-O…)",
+                );
+            }
+            // Outside the index, what it searches is read: the pathspecs after the pattern.
+            let outside = rest.iter().any(|a| {
+                long(&a.text, "no-index").is_some() || long(&a.text, "untracked").is_some()
+            });
+            if outside {
+                let operands: Vec<&Arg> =
+                    rest.iter().filter(|a| !a.text.starts_with('-')).collect();
+                for arg in operands.iter().skip(1) {
+                    reads(cmd, &arg.text);
+                }
+            }
         }
+        "blame" | "annotate" if rest.iter().any(|a| long(&a.text, "contents").is_some()) => {
+            for k in 0..rest.len() {
+                if let Some((file, _)) = option_at(rest, k, &[], &["contents"]) {
+                    reads(cmd, &file);
+                }
+            }
+        }
+
         "diff" | "log" | "show" | "blame" | "annotate" | "whatchanged" => {
             let no_index = rest.iter().any(|a| a.text == "--no-index");
             let mut paths = false;
@@ -220,35 +353,48 @@ fn tar(cmd: &mut SimpleCommand, args: &[Arg]) {
     let mut directory = None;
     for (i, arg) in args.iter().enumerate() {
         let text = arg.text.as_str();
-        if RUNS
-            .iter()
-            .any(|o| text == *o || text.starts_with(&format!("{o}=")))
-            || text.starts_with("--checkpoint-action=exec")
+        if RUNS.iter().any(|o| long(text, o).is_some())
+            || long(text, "checkpoint-action")
+                .is_some_and(|v| v.value().is_none_or(|v| v.contains("exec")))
             || (text.starts_with("-I") || text.starts_with("-F")) && !text.starts_with("--")
+            || (i == 0 && !text.starts_with('-') && text.contains(['I', 'F']))
         {
             runs(
                 cmd,
                 "tar runs the program an option names (--to-command, -I, …)",
             );
         }
-        if matches!(text, "--extract" | "--get")
+        if long(text, "extract").is_some()
+            || long(text, "get").is_some()
             || (i == 0 && !text.starts_with('-') && text.contains('x'))
             || (text.starts_with('-') && !text.starts_with("--") && text.contains('x'))
         {
             extracting = true;
         }
-        if let Some((dir, _)) = option_at(args, i, &["-C"], &["--directory"]) {
+        if let Some((dir, _)) = option_at(args, i, &["-C"], &["directory"]) {
             directory = Some(dir);
         }
     }
     if extracting {
-        writes(cmd, directory.as_deref().unwrap_or("."));
+        let dir = directory.unwrap_or_else(|| ".".to_owned());
+        writes(cmd, &dir);
+        // Members named after the archive are the files written.
+        let archive = args.iter().position(|a| {
+            a.text.starts_with('-') && !a.text.starts_with("--") && a.text.ends_with('f')
+        });
+        if let Some(at) = archive {
+            for arg in args.iter().skip(at + 2) {
+                if !arg.text.starts_with('-') {
+                    writes(cmd, &format!("{dir}/{}", arg.text));
+                }
+            }
+        }
     }
 }
 
 fn zip(cmd: &mut SimpleCommand, args: &[Arg]) {
     for (i, arg) in args.iter().enumerate() {
-        if option_at(args, i, &["-TT"], &["--unzip-command"]).is_some() || arg.text == "-TT" {
+        if option_at(args, i, &["-TT"], &["unzip-command"]).is_some() || arg.text == "-TT" {
             runs(
                 cmd,
                 "zip runs the program it is given to test the archive (-TT)",
@@ -258,10 +404,12 @@ fn zip(cmd: &mut SimpleCommand, args: &[Arg]) {
 }
 
 fn unzip(cmd: &mut SimpleCommand, args: &[Arg]) {
-    // Listing, testing and printing to standard output extract nothing.
+    // Listing, testing and printing to standard output extract nothing (their letters in an
+    // option cluster, not in `-d`'s directory).
     let only_reads = args.iter().any(|a| {
         a.text.starts_with('-')
             && !a.text.starts_with("--")
+            && !a.text.starts_with("-d")
             && a.text.contains(['l', 't', 'p', 'v', 'Z'])
     });
     if only_reads {
@@ -270,13 +418,24 @@ fn unzip(cmd: &mut SimpleCommand, args: &[Arg]) {
     let directory = args
         .iter()
         .enumerate()
-        .find_map(|(i, _)| option_at(args, i, &["-d"], &[]).map(|(d, _)| d));
-    writes(cmd, directory.as_deref().unwrap_or("."));
+        .find_map(|(i, _)| option_at(args, i, &["-d"], &[]).map(|(d, _)| d))
+        .unwrap_or_else(|| ".".to_owned());
+    writes(cmd, &directory);
+    // Members named after the archive are the files written.
+    let operands: Vec<&Arg> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.text.starts_with('-') && (*i == 0 || args[i - 1].text != "-d"))
+        .map(|(_, a)| a)
+        .collect();
+    for member in operands.iter().skip(1) {
+        writes(cmd, &format!("{directory}/{}", member.text));
+    }
 }
 
 fn rsync(cmd: &mut SimpleCommand, args: &[Arg]) {
     for (i, _) in args.iter().enumerate() {
-        if option_at(args, i, &["-e"], &["--rsh", "--rsync-path"]).is_some() {
+        if option_at(args, i, &["-e"], &["rsh", "rsync-path"]).is_some() {
             runs(cmd, "rsync runs the program it is given (-e, --rsync-path)");
         }
     }
@@ -285,36 +444,48 @@ fn rsync(cmd: &mut SimpleCommand, args: &[Arg]) {
 fn vim(cmd: &mut SimpleCommand, args: &[Arg]) {
     for arg in args {
         let text = arg.text.as_str();
-        if text.starts_with('+')
-            || matches!(
-                text,
-                "-c" | "--cmd" | "-S" | "-s" | "-u" | "-U" | "-W" | "-w"
-            )
-        {
-            runs(cmd, "the editor runs the commands it is given (-c, +…, -S)");
+        let option = ["-c", "-S", "-s", "-u", "-U", "-W", "-w", "-V", "-i", "-T"]
+            .iter()
+            .any(|o| text.starts_with(o))
+            || long(text, "cmd").is_some()
+            || long(text, "startuptime").is_some();
+        if text.starts_with('+') || option {
+            runs(
+                cmd,
+                "the editor runs the commands or writes the files it is given (-c, +…, -S, -V)",
+            );
         }
     }
 }
 
 fn make(cmd: &mut SimpleCommand, args: &[Arg]) {
     for (i, arg) in args.iter().enumerate() {
-        if option_at(args, i, &["-E"], &["--eval"]).is_some()
-            || arg.text.starts_with("SHELL=")
-            || arg.text.starts_with(".SHELLFLAGS=")
-            || arg.text.starts_with("MAKESHELL=")
-        {
+        let cluster_e =
+            arg.text.starts_with('-') && !arg.text.starts_with("--") && arg.text.contains('E');
+        let shell = ["SHELL", ".SHELLFLAGS", "MAKESHELL"].iter().any(|v| {
+            arg.text.strip_prefix(v).is_some_and(|rest| {
+                rest.trim_start_matches([':', '+', '?', '!', ' '])
+                    .starts_with('=')
+            })
+        });
+        if option_at(args, i, &["-E"], &["eval"]).is_some() || cluster_e || shell {
             runs(cmd, "make runs what its command line adds (--eval, SHELL=)");
         }
     }
 }
 
-/// `shopt -s dotglob`, `bash -O dotglob`: `*` then matches hidden files (`.env`), which the
-/// policy reads a glob as never matching.
+/// `shopt -s dotglob`, `bash -O dotglob`, `extglob`: a glob then matches hidden files (`.env`)
+/// or takes patterns the policy does not read; an option not known before running likewise.
 fn shell_options(cmd: &mut SimpleCommand, args: &[Arg]) {
-    if args.iter().any(|a| a.text == "dotglob") {
+    let unknown = cmd.program == "shopt" && args.iter().any(|a| !a.literal);
+    if unknown
+        || args
+            .iter()
+            .any(|a| a.text.contains("dotglob") || a.text.contains("extglob"))
+    {
         runs(
             cmd,
-            "dotglob lets a glob match hidden files such as .env (shopt -s dotglob)",
+            "dotglob or extglob changes what a glob matches (hidden files such as .env)",
         );
     }
 }

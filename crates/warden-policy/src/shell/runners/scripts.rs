@@ -1,8 +1,15 @@
-//! The program texts of `awk` and `sed`, read for what makes them run code, write or read: their
-//! strings set apart, sed's addresses taken off.
+//! The program texts of `awk` and `sed`, read the way the programs read them, for what makes
+//! them run code, write or read: awk's strings and regular expressions set apart, sed's commands
+//! one after another with their addresses, delimiters and file names. Options are read as GNU's
+//! getopt reads them (clusters, `--opt=value`, abbreviations).
 
-use super::{option_at, reads, runs, writes};
+use super::{Long, long, reads, runs, writes};
 use crate::shell::{Arg, SimpleCommand};
+
+/// awk's short options that take a value, attached or as the next word.
+const AWK_VALUE: &[char] = &['f', 'v', 'F', 'i', 'l', 'E', 'e', 'W'];
+/// gawk's short options whose value can only be attached (`-oFILE`); the file is written.
+const AWK_ATTACHED: &[char] = &['o', 'p', 'd', 'D', 'L'];
 
 pub(super) fn awk(cmd: &mut SimpleCommand, args: &[Arg]) {
     let mut texts = Vec::new();
@@ -11,30 +18,67 @@ pub(super) fn awk(cmd: &mut SimpleCommand, args: &[Arg]) {
     let mut i = 0;
     while i < args.len() {
         let text = args[i].text.as_str();
-        if let Some((_, next)) = option_at(
-            args,
-            i,
-            &["-f", "-i", "-E", "-l"],
-            &["--file", "--include", "--exec", "--load"],
-        ) {
-            from_file = true;
-            i = next;
-        } else if let Some((source, next)) = option_at(args, i, &["-e"], &["--source"]) {
-            texts.push(source);
-            i = next;
-        } else if let Some((_, next)) =
-            option_at(args, i, &["-v", "-F"], &["--assign", "--field-separator"])
-        {
-            i = next;
-        } else if text == "--" {
-            operand = args.get(i + 1).map(|a| a.text.clone());
+        let next = || args.get(i + 1).map(|a| a.text.clone());
+        if text == "--" {
+            operand = next();
             break;
-        } else if text.starts_with('-') && text != "-" {
-            i += 1;
+        } else if text.starts_with("--") {
+            let takes = |full: &str| long(text, full).map(Long::value);
+            if let Some(value) = ["file", "include", "exec", "load"]
+                .iter()
+                .find_map(|f| takes(f))
+            {
+                from_file = true;
+                i += usize::from(value.is_none());
+            } else if let Some(value) = takes("source") {
+                texts.extend(value.map(str::to_owned).or_else(next));
+                i += usize::from(value.is_none());
+            } else if let Some(value) = takes("assign").or_else(|| takes("field-separator")) {
+                i += usize::from(value.is_none());
+            } else if let Some(value) = ["pretty-print", "dump-variables", "profile", "debug"]
+                .iter()
+                .find_map(|f| takes(f))
+            {
+                writes(cmd, value.unwrap_or("awkprof.out"));
+                runs(
+                    cmd,
+                    "awk writes a file of its own (--pretty-print, --profile, …)",
+                );
+            }
+        } else if let Some(cluster) = text.strip_prefix('-').filter(|c| !c.is_empty()) {
+            for (at, c) in cluster.char_indices() {
+                let rest = &cluster[at + c.len_utf8()..];
+                if AWK_VALUE.contains(&c) {
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i).map(|a| a.text.clone())
+                    } else {
+                        Some(rest.to_owned())
+                    };
+                    match c {
+                        'f' | 'i' | 'l' | 'E' => from_file = true,
+                        'e' => texts.extend(value),
+                        // mawk's `-W exec FILE`: the program from a file.
+                        'W' if value.as_deref().is_some_and(|v| v.starts_with('e')) => {
+                            from_file = true;
+                        }
+                        _ => {}
+                    }
+                    break;
+                }
+                if AWK_ATTACHED.contains(&c) {
+                    if !rest.is_empty() {
+                        writes(cmd, rest);
+                        runs(cmd, "awk writes a file of its own (-o, -p, -d)");
+                    }
+                    break;
+                }
+            }
         } else {
             operand = Some(text.to_owned());
             break;
         }
+        i += 1;
     }
     if from_file {
         runs(
@@ -50,58 +94,55 @@ pub(super) fn awk(cmd: &mut SimpleCommand, args: &[Arg]) {
     }
 }
 
-/// An awk program's text, strings set apart: `system()`, pipes, `@load`/`@include`, output
-/// redirected to a file, input read from a file named at run time.
+/// An awk program's text: `system()`, pipes, `@load`/`@include` and indirect calls, output
+/// redirected to a file, input read from a file; every string that names a path is a read.
 fn awk_text(cmd: &mut SimpleCommand, text: &str) {
+    // Whatever the tokens say, these spellings are never a plain read.
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains("system(") {
+        runs(cmd, "awk program runs a command through system()");
+    }
+    if compact.contains("|getline") || compact.contains("|&") {
+        runs(cmd, "awk program pipes to or from a command (|)");
+    }
     let tokens = awk_tokens(text);
     for (k, token) in tokens.iter().enumerate() {
-        let next = tokens.get(k + 1);
         match token {
             Token::Word(w) if w == "system" => {
                 runs(cmd, "awk program runs a command through system()");
             }
-            Token::Word(w) if w == "@load" || w == "@include" => {
-                runs(cmd, "awk program loads code (@load, @include)");
+            Token::Word(w) if w.starts_with('@') => {
+                runs(
+                    cmd,
+                    "awk program loads code or calls a function by name (@load, @f())",
+                );
             }
-            Token::Punct('|') => {
-                runs(cmd, "awk program pipes to or from a command (|)");
-            }
-            Token::Word(w) if w == "print" || w == "printf" => {
-                // `print … > FILE`, `print … >> FILE`, before the statement ends.
-                let mut depth = 0i32;
-                for (j, t) in tokens.iter().enumerate().skip(k + 1) {
-                    match t {
-                        Token::Punct('(') => depth += 1,
-                        Token::Punct(')') => depth -= 1,
-                        Token::Punct(';' | '}' | '\n') => break,
-                        Token::Punct('>') if depth <= 0 => {
-                            let target = tokens[j + 1..]
-                                .iter()
-                                .find(|t| !matches!(t, Token::Punct('>')));
-                            match target {
-                                Some(Token::Str(path)) => {
-                                    writes(cmd, path);
-                                    runs(cmd, "awk program writes a file (print > FILE)");
-                                }
-                                _ => runs(cmd, "awk program writes a file named when it runs"),
-                            }
-                            break;
-                        }
-                        _ => {}
-                    }
+            Token::Punct('|') => runs(cmd, "awk program pipes to or from a command (|)"),
+            Token::Str(s) if looks_like_path(s) => reads(cmd, s),
+            Token::Word(w) if w == "print" || w == "printf" => print_target(cmd, &tokens[k + 1..]),
+            Token::Word(w) if w == "getline" => {
+                // `getline < FILE`, `getline VAR < FILE`, `getline a[1] < FILE`, `getline $0 < …`.
+                let target = tokens[k + 1..]
+                    .iter()
+                    .take_while(|t| !matches!(t, Token::Punct(';' | '}' | '\n')))
+                    .skip_while(|t| !matches!(t, Token::Punct('<')))
+                    .nth(1);
+                match target {
+                    None => {}
+                    Some(Token::Str(path)) => reads(cmd, path),
+                    Some(_) => runs(cmd, "awk program reads a file named when it runs"),
                 }
             }
-            Token::Word(w) if w == "getline" => {
-                // `getline < FILE`, `getline VAR < FILE`.
-                let rest = match next {
-                    Some(Token::Word(_)) => &tokens[(k + 2).min(tokens.len())..],
-                    _ => &tokens[k + 1..],
-                };
-                if let Some(Token::Punct('<')) = rest.first() {
-                    match rest.get(1) {
-                        Some(Token::Str(path)) => reads(cmd, path),
-                        _ => runs(cmd, "awk program reads a file named when it runs"),
-                    }
+            Token::Word(w) if w == "ARGV" => {
+                // A file named in ARGV by the program is a string (read above); one built at
+                // run time is not known.
+                let value = tokens[k + 1..]
+                    .iter()
+                    .take_while(|t| !matches!(t, Token::Punct(';' | '}' | '\n')))
+                    .skip_while(|t| !matches!(t, Token::Punct('=')))
+                    .nth(1);
+                if value.is_some_and(|v| !matches!(v, Token::Str(_))) {
+                    runs(cmd, "awk program reads a file named when it runs (ARGV)");
                 }
             }
             _ => {}
@@ -109,17 +150,51 @@ fn awk_text(cmd: &mut SimpleCommand, text: &str) {
     }
 }
 
+/// `print … > FILE`, `print … >> FILE` before the statement ends (outside parentheses).
+fn print_target(cmd: &mut SimpleCommand, rest: &[Token]) {
+    let mut depth = 0i32;
+    for (j, t) in rest.iter().enumerate() {
+        match t {
+            Token::Punct('(') => depth += 1,
+            Token::Punct(')') => depth -= 1,
+            Token::Punct(';' | '}' | '\n') => return,
+            Token::Punct('>') if depth <= 0 => {
+                let target = rest[j + 1..]
+                    .iter()
+                    .find(|t| !matches!(t, Token::Punct('>')));
+                match target {
+                    Some(Token::Str(path)) => {
+                        writes(cmd, path);
+                        runs(cmd, "awk program writes a file (print > FILE)");
+                    }
+                    _ => runs(cmd, "awk program writes a file named when it runs"),
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn looks_like_path(s: &str) -> bool {
+    !s.is_empty()
+        && !s.contains(['\n', ' '])
+        && (s.starts_with('.') || s.starts_with('~') || s.starts_with('/') || s.contains('/'))
+}
+
 #[derive(Debug, PartialEq)]
 enum Token {
     Word(String),
     Str(String),
+    Regex,
     Punct(char),
 }
 
-/// Words, string literals and punctuation of an awk program (`||` is one token, not a pipe;
-/// regular expressions are read as punctuation and words, which can only find more).
+/// Words, strings, regular expressions and punctuation of an awk program, as awk reads them: a
+/// `/` where an operand is expected starts a regular expression (in which `#`, `"` and `|` are
+/// its own), anywhere else it divides; `||` is one token, never a pipe.
 fn awk_tokens(text: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
+    let mut tokens: Vec<Token> = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -134,6 +209,21 @@ fn awk_tokens(text: &str) -> Vec<Token> {
                 }
                 tokens.push(Token::Str(s));
             }
+            '/' if operand_expected(tokens.last()) => {
+                let mut in_class = false;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '[' => in_class = true,
+                        ']' => in_class = false,
+                        '/' if !in_class => break,
+                        _ => {}
+                    }
+                }
+                tokens.push(Token::Regex);
+            }
             '#' => {
                 for c in chars.by_ref() {
                     if c == '\n' {
@@ -146,7 +236,7 @@ fn awk_tokens(text: &str) -> Vec<Token> {
                 chars.next();
                 tokens.push(Token::Punct('o'));
             }
-            c if c.is_alphanumeric() || c == '_' || c == '@' => {
+            c if c.is_alphanumeric() || c == '_' || c == '@' || c == '$' => {
                 let mut w = String::from(c);
                 while let Some(&c) = chars.peek() {
                     if c.is_alphanumeric() || c == '_' {
@@ -165,34 +255,58 @@ fn awk_tokens(text: &str) -> Vec<Token> {
     tokens
 }
 
+/// Whether a `/` after `last` starts a regular expression: at the start, or after anything
+/// but an operand (a word, a string, a regular expression, `)` or `]`).
+fn operand_expected(last: Option<&Token>) -> bool {
+    match last {
+        None => true,
+        Some(Token::Word(w)) => matches!(
+            w.as_str(),
+            "print" | "printf" | "return" | "in" | "case" | "if" | "while" | "else" | "do"
+        ),
+        Some(Token::Str(_) | Token::Regex) => false,
+        Some(Token::Punct(c)) => !matches!(c, ')' | ']'),
+    }
+}
+
+/// sed's long options that take a value as the next word when not given with `=`.
+const SED_VALUE: &[&str] = &["expression", "file", "line-length"];
+
 pub(super) fn sed(cmd: &mut SimpleCommand, args: &[Arg]) {
     // GNU sed's --sandbox refuses e, w and r itself.
-    if args.iter().any(|a| a.text == "--sandbox") {
+    if args
+        .iter()
+        .any(|a| long(&a.text, "sandbox").is_some() && a.text.len() > 4)
+    {
         return;
     }
     let mut scripts = Vec::new();
     let mut from_file = false;
-    let mut operand = None;
+    let mut in_place = false;
+    let mut operands = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let text = args[i].text.as_str();
-        if let Some(script) = text.strip_prefix("--expression=") {
-            scripts.push(script.to_owned());
-        } else if text.starts_with("--file=") {
-            from_file = true;
-        } else if text == "--expression" || text == "--file" {
-            from_file |= text == "--file";
-            if text == "--expression" {
-                scripts.extend(args.get(i + 1).map(|a| a.text.clone()));
-            }
-            i += 1;
-        } else if text == "--" {
-            operand = operand.or_else(|| args.get(i + 1).map(|a| a.text.clone()));
+        let next = args.get(i + 1).map(|a| a.text.clone());
+        if text == "--" {
+            operands.extend(args[i + 1..].iter().map(|a| a.text.clone()));
             break;
-        } else if let Some(cluster) = text
-            .strip_prefix('-')
-            .filter(|c| !c.is_empty() && !c.starts_with('-'))
-        {
+        } else if text.starts_with("--") {
+            if let Some(name) = SED_VALUE.iter().find(|n| long(text, n).is_some()) {
+                let value = long(text, name).and_then(Long::value).map(str::to_owned);
+                if value.is_none() {
+                    i += 1;
+                }
+                let value = value.or(next);
+                match *name {
+                    "expression" => scripts.extend(value),
+                    "file" => from_file = true,
+                    _ => {}
+                }
+            } else if long(text, "in-place").is_some() {
+                in_place = true;
+            }
+        } else if let Some(cluster) = text.strip_prefix('-').filter(|c| !c.is_empty()) {
             // Short options together: `-ne SCRIPT`, `-nf FILE`, `-es/a/b/`, `-i.bak`.
             for (at, c) in cluster.char_indices() {
                 let rest = &cluster[at + c.len_utf8()..];
@@ -210,12 +324,15 @@ pub(super) fn sed(cmd: &mut SimpleCommand, args: &[Arg]) {
                         from_file |= c == 'f';
                         break;
                     }
-                    'i' => break,
+                    'i' => {
+                        in_place = true;
+                        break;
+                    }
                     _ => {}
                 }
             }
-        } else if operand.is_none() && !text.starts_with("--") {
-            operand = Some(text.to_owned());
+        } else {
+            operands.push(text.to_owned());
         }
         i += 1;
     }
@@ -225,40 +342,102 @@ pub(super) fn sed(cmd: &mut SimpleCommand, args: &[Arg]) {
             "sed script comes from a file (-f), which is not seen before it runs",
         );
     }
-    if scripts.is_empty() && !from_file {
-        scripts.extend(operand);
+    let files = if scripts.is_empty() && !from_file && !operands.is_empty() {
+        scripts.push(operands.remove(0));
+        operands
+    } else {
+        operands
+    };
+    if in_place {
+        for file in &files {
+            writes(cmd, file);
+        }
     }
     for script in &scripts {
         sed_script(cmd, script);
     }
 }
 
-/// Each command of a sed script, its address taken off: `e` runs, `w`/`W` write, `r`/`R` read,
-/// and `s///` with an `e` or `w FILE` flag.
+/// Each command of a sed script in turn, as sed reads it: its addresses (regular expressions
+/// with any delimiter, classes and escapes), `!`, the command letter and what it takes. `e`
+/// runs, `w`/`W` write, `r`/`R` read, and `s` with an `e` or `w FILE` flag.
 fn sed_script(cmd: &mut SimpleCommand, script: &str) {
-    for part in script.split([';', '\n', '{', '}']) {
-        let command = strip_address(part.trim_start()).trim_start();
-        let mut chars = command.chars();
-        let Some(letter) = chars.next() else {
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let line = |from: usize| -> (String, usize) {
+        let end = chars[from..]
+            .iter()
+            .position(|c| *c == '\n')
+            .map_or(chars.len(), |p| from + p);
+        (
+            chars[from..end]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .to_owned(),
+            end,
+        )
+    };
+    while i < chars.len() {
+        if chars[i].is_whitespace() || matches!(chars[i], ';' | '{' | '}') {
+            i += 1;
             continue;
+        }
+        i = sed_address(&chars, i);
+        while i < chars.len() && (chars[i].is_whitespace() || chars[i] == '!') {
+            i += 1;
+        }
+        if i < chars.len() && chars[i] == ',' {
+            i = sed_address(&chars, i + 1);
+            while i < chars.len() && (chars[i].is_whitespace() || chars[i] == '!') {
+                i += 1;
+            }
+        }
+        let Some(&letter) = chars.get(i) else {
+            break;
         };
-        let argument = chars.as_str().trim();
+        i += 1;
         match letter {
-            'e' => runs(cmd, "sed script runs a command (e)"),
-            'w' | 'W' => writes(cmd, argument),
-            'r' | 'R' => reads(cmd, argument),
-            's' => {
-                let Some(delim) = argument.chars().next().filter(|d| !d.is_alphanumeric()) else {
-                    continue;
+            '#' | 'a' | 'i' | 'c' | ':' => i = line(i).1,
+            'b' | 't' | 'T' | 'v' => {
+                while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
+                    i += 1;
+                }
+            }
+            'e' => {
+                runs(cmd, "sed script runs a command (e)");
+                i = line(i).1;
+            }
+            'w' | 'W' => {
+                let (file, end) = line(i);
+                writes(cmd, &file);
+                i = end;
+            }
+            'r' | 'R' => {
+                let (file, end) = line(i);
+                reads(cmd, &file);
+                i = end;
+            }
+            's' | 'y' => {
+                let Some(&delim) = chars.get(i) else {
+                    break;
                 };
-                let body = &command[1..].trim_start()[delim.len_utf8()..];
-                let pieces: Vec<&str> = body.splitn(3, delim).collect();
-                if let Some(flags) = pieces.get(2) {
-                    let (flags, file) = flags.split_once('w').map_or((*flags, ""), |(f, w)| (f, w));
-                    if flags.contains('e') {
-                        runs(cmd, "sed s command runs its result as a command (s///e)");
+                i = delimited(&chars, i + 1, delim, letter == 's');
+                i = delimited(&chars, i, delim, false);
+                if letter == 's' {
+                    while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
+                        match chars[i] {
+                            'e' => runs(cmd, "sed s command runs its result as a command (s///e)"),
+                            'w' => {
+                                let (file, end) = line(i + 1);
+                                writes(cmd, &file);
+                                i = end;
+                                break;
+                            }
+                            _ => {}
+                        }
+                        i += 1;
                     }
-                    writes(cmd, file.trim());
                 }
             }
             _ => {}
@@ -266,47 +445,65 @@ fn sed_script(cmd: &mut SimpleCommand, script: &str) {
     }
 }
 
-/// A sed command without its address: `N`, `$`, `/RE/`, `\cREc`, `first~step`, `A,B`, `A,+N`,
-/// then an optional `!`.
-fn strip_address(text: &str) -> &str {
-    let mut rest = text;
-    for _ in 0..2 {
-        rest = one_address(rest);
-        match rest.strip_prefix(',') {
-            Some(after) => rest = after.trim_start(),
-            None => break,
-        }
+/// Past one sed address at `i`: `N`, `N~M`, `$`, `/RE/` or `\cREc` with `I`/`M` after it,
+/// `+N` or `~N` after a comma.
+fn sed_address(chars: &[char], mut i: usize) -> usize {
+    while i < chars.len() && chars[i].is_whitespace() {
+        i += 1;
     }
-    rest.trim_start().trim_start_matches('!')
+    match chars.get(i) {
+        Some('/') => {
+            i = delimited(chars, i + 1, '/', true);
+            while i < chars.len() && matches!(chars[i], 'I' | 'M') {
+                i += 1;
+            }
+        }
+        Some('\\') => {
+            if let Some(&delim) = chars.get(i + 1) {
+                i = delimited(chars, i + 2, delim, true);
+                while i < chars.len() && matches!(chars[i], 'I' | 'M') {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        Some(c) if c.is_ascii_digit() || matches!(c, '$' | '+' | '~') => {
+            while i < chars.len()
+                && (chars[i].is_ascii_digit() || matches!(chars[i], '$' | '+' | '~'))
+            {
+                i += 1;
+            }
+        }
+        _ => {}
+    }
+    i
 }
 
-fn one_address(text: &str) -> &str {
-    let mut chars = text.char_indices();
-    match chars.next() {
-        Some((_, '/')) => regex_end(text, 1, '/'),
-        Some((_, '\\')) => match chars.next() {
-            Some((at, delim)) => regex_end(text, at + delim.len_utf8(), delim),
-            None => "",
-        },
-        Some((_, c)) if c.is_ascii_digit() || c == '$' || c == '+' || c == '~' => {
-            text.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '$' | '+' | '~'))
+/// Past a part of a sed command that `delim` ends (escapes skipped; in a regular expression, a
+/// bracket class too).
+fn delimited(chars: &[char], mut i: usize, delim: char, regex: bool) -> usize {
+    let mut in_class = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            i += 2;
+            continue;
         }
-        _ => text,
-    }
-}
-
-/// What follows a regular expression started at `from` and closed by `delim` (escapes
-/// skipped), its `I`/`M` flags taken off.
-fn regex_end(text: &str, from: usize, delim: char) -> &str {
-    let mut escaped = false;
-    for (at, c) in text[from..].char_indices() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if c == delim {
-            return text[from + at + c.len_utf8()..].trim_start_matches(['I', 'M']);
+        if regex && c == '[' && !in_class {
+            in_class = true;
+            // `[]…]` and `[^]…]`: the first `]` is a member.
+            if chars.get(i + 1) == Some(&']') {
+                i += 1;
+            } else if chars.get(i + 1) == Some(&'^') && chars.get(i + 2) == Some(&']') {
+                i += 2;
+            }
+        } else if in_class && c == ']' {
+            in_class = false;
+        } else if !in_class && c == delim {
+            return i + 1;
         }
+        i += 1;
     }
-    ""
+    i
 }
