@@ -234,6 +234,12 @@ fn man(cmd: &mut SimpleCommand, args: &[Arg]) {
         if arg.text == "-H" || arg.text.starts_with("-H") || long(&arg.text, "html").is_some() {
             runs(cmd, "man runs a browser (-H, --html)");
         }
+        if option_at(args, i, &["-C"], &["config-file"]).is_some() {
+            runs(
+                cmd,
+                "man reads a configuration that can name its pager (-C)",
+            );
+        }
     }
 }
 

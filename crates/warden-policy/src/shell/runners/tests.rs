@@ -39,6 +39,7 @@ fn each_construct_is_named() {
         ("man -P id ls", "-P"),
         ("man --pager=id ls", "-P"),
         ("man -Hfirefox ls", "browser"),
+        ("man -C man.conf ls", "-C"),
         ("git --exec-path=/tmp log", "--exec-path"),
         ("git --git-dir=/tmp/other log", "--git-dir"),
         ("GIT_DIR=/tmp/other git log", "GIT_DIR"),
