@@ -170,9 +170,14 @@ impl Engine {
         trail: &mut Trail,
     ) -> Result<Files, Part> {
         let home = &self.anchors.home;
-        // A glob is every name it could match (`cat .e*` reads `.env`).
+        // A glob is every name it could match (`cat .e*` reads `.env`); a program that only
+        // lists names (`ls -la .*`) reads no file's content.
+        let lists = matches!(
+            cmd.program.as_str(),
+            "ls" | "du" | "tree" | "stat" | "realpath" | "readlink" | "dir" | "vdir" | "test" | "["
+        );
         let resolve = |raw: &String| -> Vec<(String, Target)> {
-            if super::globs::is_glob(raw) {
+            if !lists && super::globs::is_glob(raw) {
                 super::globs::candidates(&expand_home(raw), cwd, home)
                     .iter()
                     .map(|name| (raw.clone(), self.target(&expand_home(name), cwd)))

@@ -69,13 +69,26 @@ pub(super) fn is_glob(raw: &str) -> bool {
 /// disk now under `cwd` (or `home`, for `~/…`).
 pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    for word in expansions(raw) {
+    let words = expansions(raw);
+    if words.len() >= MOST {
+        // Too many names to go through: read as every protected name where they stand.
+        let before = raw.split(['{', '(']).next().unwrap_or_default();
+        let dir = before.rsplit_once('/').map_or("", |(dir, _)| dir);
+        for name in PROTECTED_NAMES {
+            out.push(if dir.is_empty() {
+                (*name).to_owned()
+            } else {
+                format!("{dir}/{name}")
+            });
+        }
+    }
+    for word in words {
         if word.contains(['*', '?', '[']) {
             out.extend(glob_candidates(&word, cwd, home));
         } else {
             out.push(word);
         }
-        if out.len() >= MOST {
+        if out.len() >= 2 * MOST {
             break;
         }
     }
@@ -321,6 +334,9 @@ mod tests {
         has(".@(env|x)", ".env");
         has(".gi{t,}/hooks/pre-commit", ".git/hooks/pre-commit");
         has("~/.bash{rc,}", "~/.bashrc");
+        // Past the cap, every protected name where the names stand.
+        has(".{a..z}{a..z}{a..z}", ".env");
+        has("{.env,x{1..300}}", ".env");
     }
 
     #[test]

@@ -8,12 +8,29 @@ use super::{Arg, SimpleCommand};
 
 /// Fills in `reads`, `writes` and flags from what the program is known to do.
 pub(super) fn annotate(cmd: &mut SimpleCommand) {
-    for (name, _) in &cmd.assignments {
-        if DANGEROUS_ENV.contains(&name.as_str()) {
+    environment(cmd);
+    annotate_program(cmd);
+}
+
+/// Assignments before the program that change which code runs.
+fn environment(cmd: &mut SimpleCommand) {
+    for (name, value) in &cmd.assignments {
+        // `PATH[0]=…` sets PATH; a pager that only shows (`GIT_PAGER=cat`) changes nothing.
+        let name = name.split('[').next().unwrap_or_default();
+        let showing = matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER")
+            && matches!(
+                value.as_str(),
+                "cat" | "less" | "less -R" | "less -FRX" | "more" | ""
+            );
+        if DANGEROUS_ENV.contains(&name) && !showing {
             cmd.flags.dangerous_env = true;
             cmd.flags.hidden_exec = true;
         }
     }
+}
+
+/// What the program and its arguments read, write and raise.
+fn annotate_program(cmd: &mut SimpleCommand) {
     if matches!(
         cmd.program.as_str(),
         "export" | "declare" | "typeset" | "readonly" | "local" | "set" | "setenv"
@@ -417,6 +434,17 @@ fn git_setting(cmd: &mut SimpleCommand, key_value: &str) {
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
+    // A pager that only shows (`-c core.pager=cat`, `pager.branch=false`) runs nothing new.
+    let value = key_value.split_once('=').map_or("", |(_, v)| v.trim());
+    let pager = key == "core.pager" || key.starts_with("pager.");
+    if pager
+        && matches!(
+            value,
+            "cat" | "less" | "less -R" | "less -FRX" | "more" | "false" | "true" | ""
+        )
+    {
+        return;
+    }
     let exec = GIT_EXEC_KEYS
         .iter()
         .any(|k| key == *k || key.starts_with(k))

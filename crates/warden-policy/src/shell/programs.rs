@@ -94,6 +94,8 @@ pub(super) const DANGEROUS_ENV: &[&str] = &[
     "VIMINIT",
     "EXINIT",
     "MYVIMRC",
+    "MANROFFOPT",
+    "GROFF_COMMAND_PREFIX",
 ];
 
 /// Commands whose non-option arguments are files they read.

@@ -170,6 +170,11 @@ impl Walker {
                 .unknown
                 .push("a command substitution inside arithmetic".to_owned());
         }
+        if super::words::assigns_a_dangerous_variable(text) {
+            self.out
+                .unknown
+                .push("an assignment to a variable that changes what runs".to_owned());
+        }
     }
 
     fn test_expr(&mut self, expr: &ExtendedTestExpr, via: &[String]) {

@@ -103,6 +103,9 @@ fn piece_into(piece: &WordPiece, out: &mut Resolved) {
             if expr.value.contains("$(") || expr.value.contains('`') {
                 out.error = Some("a command substitution inside arithmetic".to_owned());
             }
+            if assigns_a_dangerous_variable(&expr.value) {
+                out.error = Some("an assignment to a variable that changes what runs".to_owned());
+            }
         }
     }
 }
@@ -129,7 +132,17 @@ fn parameter_text(expr: &word::ParameterExpr) -> String {
 /// The common escapes of `$'…'`; anything else is kept as written.
 fn ansi_c(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
+    let mut chars = text.chars().peekable();
+    // Up to `most` digits of `radix`, as bash reads `\xHH`, `\NNN`, `\uHHHH`, `\UHHHHHHHH`.
+    let number = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>, radix: u32, most| {
+        let mut digits = String::new();
+        while digits.len() < most && chars.peek().is_some_and(|c| c.is_digit(radix)) {
+            digits.extend(chars.next());
+        }
+        u32::from_str_radix(&digits, radix)
+            .ok()
+            .and_then(char::from_u32)
+    };
     while let Some(c) = chars.next() {
         if c != '\\' {
             out.push(c);
@@ -142,6 +155,25 @@ fn ansi_c(text: &str) -> String {
             Some('\\') => out.push('\\'),
             Some('\'') => out.push('\''),
             Some('"') => out.push('"'),
+            Some('a') => out.push('\u{7}'),
+            Some('b') => out.push('\u{8}'),
+            Some('e' | 'E') => out.push('\u{1b}'),
+            Some('f') => out.push('\u{c}'),
+            Some('v') => out.push('\u{b}'),
+            Some('x') => out.extend(number(&mut chars, 16, 2)),
+            Some('u') => out.extend(number(&mut chars, 16, 4)),
+            Some('U') => out.extend(number(&mut chars, 16, 8)),
+            Some(d @ '0'..='7') => {
+                let mut digits = String::from(d);
+                while digits.len() < 3 && chars.peek().is_some_and(|c| c.is_digit(8)) {
+                    digits.extend(chars.next());
+                }
+                out.extend(
+                    u32::from_str_radix(&digits, 8)
+                        .ok()
+                        .and_then(char::from_u32),
+                );
+            }
             Some(other) => {
                 out.push('\\');
                 out.push(other);
@@ -150,4 +182,18 @@ fn ansi_c(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether arithmetic text assigns (`=`, `+=`, …, not `==`) a variable that changes which code
+/// runs or what a glob matches (`$((GLOBIGNORE=1))`).
+pub(super) fn assigns_a_dangerous_variable(text: &str) -> bool {
+    super::programs::DANGEROUS_ENV.iter().any(|name| {
+        text.match_indices(name).any(|(at, _)| {
+            let rest = text[at + name.len()..].trim_start();
+            let rest = rest
+                .strip_prefix(|c: char| "+-*/%&|^<>".contains(c))
+                .unwrap_or(rest);
+            rest.starts_with('=') && !rest.starts_with("==")
+        })
+    })
 }

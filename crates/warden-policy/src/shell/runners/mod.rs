@@ -132,9 +132,13 @@ fn pager_environment(cmd: &mut SimpleCommand) {
     let risky = cmd.assignments.iter().any(|(name, value)| {
         matches!(name.as_str(), "LESS" | "MORE")
             && (value.contains(['!', '|'])
-                || ["-o", "-O", "-k", "--log", "--LOG", "--lesskey"]
-                    .iter()
-                    .any(|o| value.contains(o)))
+                || value.contains("--log")
+                || value.contains("--LOG")
+                || value.contains("--lesskey")
+                || value
+                    .split_whitespace()
+                    .filter(|w| !w.starts_with("--"))
+                    .any(|w| w.contains(['k', 'o', 'O'])))
     });
     if risky {
         runs(
@@ -154,7 +158,15 @@ fn sets_a_variable(cmd: &mut SimpleCommand) {
             .windows(2)
             .filter(|w| w[0] == "-v")
             .map(|w| w[1])
+            .chain(args.iter().filter_map(|a| a.strip_prefix("-v")))
+            .map(|name| name.trim_matches(['\'', '"']))
             .collect(),
+        // `declare -n r=GLOBIGNORE`: a reference names the variable after `=`.
+        "declare" | "typeset" | "local"
+            if args.iter().any(|a| a.starts_with('-') && a.contains('n')) =>
+        {
+            args.iter().flat_map(|a| a.split(['=', '+'])).collect()
+        }
         "read" | "mapfile" | "readarray" | "getopts" => args
             .iter()
             .copied()
@@ -221,6 +233,29 @@ fn less(cmd: &mut SimpleCommand, args: &[Arg]) {
             writes(cmd, &file);
             i = next;
             continue;
+        } else if let Some(cluster) = text.strip_prefix('-').filter(|c| !c.starts_with('-')) {
+            // `-Sk FILE`, `-So FILE`: key bindings or a log file after other letters.
+            for (at, c) in cluster.char_indices() {
+                let rest = &cluster[at + c.len_utf8()..];
+                let value = || {
+                    if rest.is_empty() {
+                        args.get(i + 1).map_or("", |a| a.text.as_str())
+                    } else {
+                        rest
+                    }
+                };
+                match c {
+                    'k' => runs(
+                        cmd,
+                        "less reads key bindings that can set LESSOPEN (-k, --lesskey-…)",
+                    ),
+                    'o' | 'O' => writes(cmd, value()),
+                    // Letters that take a value: what follows is the value.
+                    'b' | 'h' | 'j' | 'p' | 'P' | 't' | 'T' | 'x' | 'y' | 'z' | '#' => break,
+                    _ => continue,
+                }
+                break;
+            }
         }
         i += 1;
     }
@@ -244,6 +279,13 @@ fn man(cmd: &mut SimpleCommand, args: &[Arg]) {
 }
 
 fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
+    git_environment(cmd);
+    git_options(cmd, args);
+}
+
+/// What git is given in its environment: another repository, configuration, a home, programs
+/// to run, trace files to write.
+fn git_environment(cmd: &mut SimpleCommand) {
     for (name, _) in &cmd.assignments.clone() {
         match name.as_str() {
             "GIT_DIR" | "GIT_WORK_TREE" | "GIT_COMMON_DIR" => runs(
@@ -271,6 +313,10 @@ fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
             writes(cmd, &value);
         }
     }
+}
+
+/// git's global options, then what its subcommand reads or runs.
+fn git_options(cmd: &mut SimpleCommand, args: &[Arg]) {
     let mut sub = None;
     let mut i = 0;
     while i < args.len() {
@@ -322,14 +368,41 @@ fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
                 }
             }
         }
-        "blame" | "annotate" if rest.iter().any(|a| long(&a.text, "contents").is_some()) => {
+
+        "show" | "cat-file" | "log" | "blame" | "annotate" | "whatchanged" | "diff"
+            if !rest.iter().any(|a| a.text == "--no-index") =>
+        {
+            // Any word may name a file (`git show HEAD .env`, `git blame .env`), an object's
+            // path after its last `:` (`:.env`, `:0:.env`, `HEAD:.env`, `-L1,1:.env`), or the
+            // value of an option that reads a file.
+            let mut k = 0;
+            while k < rest.len() {
+                let text = rest[k].text.as_str();
+                if let Some((file, next)) =
+                    option_at(rest, k, &["-S"], &["contents", "ignore-revs-file"])
+                {
+                    reads(cmd, &file);
+                    k = next;
+                    continue;
+                }
+                if text != "--" && (!text.starts_with('-') || text.starts_with("-L")) {
+                    match text.rsplit_once(':') {
+                        Some((_, path)) if !path.is_empty() => reads(cmd, path),
+                        Some(_) => {}
+                        None if !text.starts_with('-') => reads(cmd, text),
+                        None => {}
+                    }
+                }
+                k += 1;
+            }
+        }
+        "config" => {
             for k in 0..rest.len() {
-                if let Some((file, _)) = option_at(rest, k, &[], &["contents"]) {
+                if let Some((file, _)) = option_at(rest, k, &["-f"], &["file", "blob"]) {
                     reads(cmd, &file);
                 }
             }
         }
-
         "diff" | "log" | "show" | "blame" | "annotate" | "whatchanged" => {
             let no_index = rest.iter().any(|a| a.text == "--no-index");
             let mut paths = false;
@@ -348,52 +421,96 @@ fn git(cmd: &mut SimpleCommand, args: &[Arg]) {
 
 fn tar(cmd: &mut SimpleCommand, args: &[Arg]) {
     const RUNS: &[&str] = &[
-        "--to-command",
-        "--use-compress-program",
-        "--info-script",
-        "--new-volume-script",
-        "--rsh-command",
-        "--rmt-command",
+        "to-command",
+        "use-compress-program",
+        "info-script",
+        "new-volume-script",
+        "rsh-command",
+        "rmt-command",
     ];
-    let mut extracting = false;
+    let (mut extracting, mut creating) = (false, false);
     let mut directory = None;
-    for (i, arg) in args.iter().enumerate() {
-        let text = arg.text.as_str();
-        if RUNS.iter().any(|o| long(text, o).is_some())
-            || long(text, "checkpoint-action")
-                .is_some_and(|v| v.value().is_none_or(|v| v.contains("exec")))
-            || (text.starts_with("-I") || text.starts_with("-F")) && !text.starts_with("--")
-            || (i == 0 && !text.starts_with('-') && text.contains(['I', 'F']))
-        {
-            runs(
-                cmd,
-                "tar runs the program an option names (--to-command, -I, …)",
-            );
+    let mut archive = None;
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let text = args[i].text.as_str();
+        let old_style = i == 0 && !text.starts_with('-');
+        if text.starts_with("--") {
+            if RUNS.iter().any(|o| long(text, o).is_some())
+                || long(text, "checkpoint-action")
+                    .is_some_and(|v| v.value().is_none_or(|v| v.contains("exec")))
+            {
+                runs(
+                    cmd,
+                    "tar runs the program an option names (--to-command, -I, …)",
+                );
+            }
+            extracting |= long(text, "extract").is_some() || long(text, "get").is_some();
+            creating |= ["create", "append", "update"]
+                .iter()
+                .any(|o| long(text, o).is_some());
+            if let Some((dir, next)) = option_at(args, i, &[], &["directory"]) {
+                directory = Some(dir);
+                i = next;
+                continue;
+            }
+            if let Some((file, next)) = option_at(args, i, &[], &["file"]) {
+                archive = Some(file);
+                i = next;
+                continue;
+            }
+        } else if let Some(letters) = text.strip_prefix('-').or(old_style.then_some(text)) {
+            // Letters together (`-xzf A`, old-style `xCf DIR A`); those that take a value take
+            // the rest of the word (with a dash) or the next words in order.
+            let mut taken = 0;
+            for (at, c) in letters.char_indices() {
+                let rest = &letters[at + c.len_utf8()..];
+                match c {
+                    'x' => extracting = true,
+                    'c' | 'r' | 'u' => creating = true,
+                    'I' | 'F' => runs(
+                        cmd,
+                        "tar runs the program an option names (--to-command, -I, …)",
+                    ),
+                    _ => {}
+                }
+                if matches!(
+                    c,
+                    'f' | 'C' | 'I' | 'F' | 'T' | 'X' | 'b' | 'K' | 'N' | 'V' | 'g' | 'L'
+                ) {
+                    let value = if !old_style && !rest.is_empty() {
+                        Some(rest.to_owned())
+                    } else {
+                        taken += 1;
+                        args.get(i + taken).map(|a| a.text.clone())
+                    };
+                    match c {
+                        'f' => archive = value,
+                        'C' => directory = value,
+                        _ => {}
+                    }
+                    if !old_style && !rest.is_empty() {
+                        break;
+                    }
+                }
+            }
+            i += 1 + taken;
+            continue;
+        } else {
+            operands.push(text.to_owned());
         }
-        if long(text, "extract").is_some()
-            || long(text, "get").is_some()
-            || (i == 0 && !text.starts_with('-') && text.contains('x'))
-            || (text.starts_with('-') && !text.starts_with("--") && text.contains('x'))
-        {
-            extracting = true;
-        }
-        if let Some((dir, _)) = option_at(args, i, &["-C"], &["directory"]) {
-            directory = Some(dir);
-        }
+        i += 1;
+    }
+    if creating && let Some(file) = &archive {
+        writes(cmd, file);
     }
     if extracting {
         let dir = directory.unwrap_or_else(|| ".".to_owned());
         writes(cmd, &dir);
-        // Members named after the archive are the files written.
-        let archive = args.iter().position(|a| {
-            a.text.starts_with('-') && !a.text.starts_with("--") && a.text.ends_with('f')
-        });
-        if let Some(at) = archive {
-            for arg in args.iter().skip(at + 2) {
-                if !arg.text.starts_with('-') {
-                    writes(cmd, &format!("{dir}/{}", arg.text));
-                }
-            }
+        // Members named on the command line are the files written.
+        for member in &operands {
+            writes(cmd, &format!("{dir}/{member}"));
         }
     }
 }
@@ -407,35 +524,52 @@ fn zip(cmd: &mut SimpleCommand, args: &[Arg]) {
             );
         }
     }
+    // The archive, its first operand, is written.
+    if let Some(archive) = args.iter().find(|a| !a.text.starts_with('-')) {
+        writes(cmd, &archive.text);
+    }
 }
 
 fn unzip(cmd: &mut SimpleCommand, args: &[Arg]) {
-    // Listing, testing and printing to standard output extract nothing (their letters in an
-    // option cluster, not in `-d`'s directory).
-    let only_reads = args.iter().any(|a| {
-        a.text.starts_with('-')
-            && !a.text.starts_with("--")
-            && !a.text.starts_with("-d")
-            && a.text.contains(['l', 't', 'p', 'v', 'Z'])
-    });
+    let mut directory = ".".to_owned();
+    let mut only_reads = false;
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let text = args[i].text.as_str();
+        if let Some(letters) = text.strip_prefix('-').filter(|l| !l.starts_with('-')) {
+            for (at, c) in letters.char_indices() {
+                let rest = &letters[at + c.len_utf8()..];
+                match c {
+                    // Listing, testing and printing to standard output extract nothing.
+                    'l' | 't' | 'p' | 'v' | 'Z' => only_reads = true,
+                    'd' | 'P' | 'x' => {
+                        let value = if rest.is_empty() {
+                            i += 1;
+                            args.get(i).map(|a| a.text.clone()).unwrap_or_default()
+                        } else {
+                            rest.to_owned()
+                        };
+                        if c == 'd' {
+                            directory = value;
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            operands.push(text.to_owned());
+        }
+        i += 1;
+    }
     if only_reads {
         return;
     }
-    let directory = args
-        .iter()
-        .enumerate()
-        .find_map(|(i, _)| option_at(args, i, &["-d"], &[]).map(|(d, _)| d))
-        .unwrap_or_else(|| ".".to_owned());
     writes(cmd, &directory);
     // Members named after the archive are the files written.
-    let operands: Vec<&Arg> = args
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| !a.text.starts_with('-') && (*i == 0 || args[i - 1].text != "-d"))
-        .map(|(_, a)| a)
-        .collect();
     for member in operands.iter().skip(1) {
-        writes(cmd, &format!("{directory}/{}", member.text));
+        writes(cmd, &format!("{directory}/{member}"));
     }
 }
 
@@ -450,11 +584,11 @@ fn rsync(cmd: &mut SimpleCommand, args: &[Arg]) {
 fn vim(cmd: &mut SimpleCommand, args: &[Arg]) {
     for arg in args {
         let text = arg.text.as_str();
-        let option = ["-c", "-S", "-s", "-u", "-U", "-W", "-w", "-V", "-i", "-T"]
-            .iter()
-            .any(|o| text.starts_with(o))
-            || long(text, "cmd").is_some()
-            || long(text, "startuptime").is_some();
+        let cluster = text
+            .strip_prefix('-')
+            .filter(|c| !c.starts_with('-'))
+            .is_some_and(|c| c.contains(['c', 'S', 's', 'u', 'U', 'W', 'w', 'V', 'i', 'T']));
+        let option = cluster || long(text, "cmd").is_some() || long(text, "startuptime").is_some();
         if text.starts_with('+') || option {
             runs(
                 cmd,
@@ -485,9 +619,11 @@ fn make(cmd: &mut SimpleCommand, args: &[Arg]) {
 fn shell_options(cmd: &mut SimpleCommand, args: &[Arg]) {
     let unknown = cmd.program == "shopt" && args.iter().any(|a| !a.literal);
     if unknown
-        || args
-            .iter()
-            .any(|a| a.text.contains("dotglob") || a.text.contains("extglob"))
+        || args.iter().any(|a| {
+            ["dotglob", "extglob", "nocaseglob", "globasciiranges"]
+                .iter()
+                .any(|o| a.text.contains(o))
+        })
     {
         runs(
             cmd,

@@ -58,9 +58,23 @@ pub(super) fn awk(cmd: &mut SimpleCommand, args: &[Arg]) {
                     match c {
                         'f' | 'i' | 'l' | 'E' => from_file = true,
                         'e' => texts.extend(value),
-                        // mawk's `-W exec FILE`: the program from a file.
-                        'W' if value.as_deref().is_some_and(|v| v.starts_with('e')) => {
-                            from_file = true;
+                        // `-W NAME[=VALUE]` is gawk's `--NAME`, mawk's `-W exec FILE` too.
+                        'W' => {
+                            let long_form = format!("--{}", value.as_deref().unwrap_or_default());
+                            let named = |full: &str| long(&long_form, full).is_some();
+                            if ["file", "include", "exec", "load"].iter().any(|f| named(f)) {
+                                from_file = true;
+                            } else if let Some(source) =
+                                long(&long_form, "source").and_then(Long::value)
+                            {
+                                texts.push(source.to_owned());
+                            } else if let Some(file) = ["pretty-print", "dump-variables", "profile"]
+                                .iter()
+                                .find_map(|f| long(&long_form, f))
+                            {
+                                writes(cmd, file.value().unwrap_or("awkprof.out"));
+                                runs(cmd, "awk writes a file of its own (-W profile, …)");
+                            }
                         }
                         _ => {}
                     }
@@ -105,7 +119,15 @@ fn awk_text(cmd: &mut SimpleCommand, text: &str) {
     if compact.contains("|getline") || compact.contains("|&") {
         runs(cmd, "awk program pipes to or from a command (|)");
     }
-    let tokens = awk_tokens(text);
+    // A `/` after `)`, `]`, `++` or `--` may start a regular expression or divide (`if (c)
+    // /re/` against `(a) / b`): read both ways, and what either finds counts.
+    for ambiguous_is_regex in [false, true] {
+        awk_findings(cmd, &awk_tokens(text, ambiguous_is_regex));
+    }
+}
+
+/// What the tokens of an awk program run, write and read.
+fn awk_findings(cmd: &mut SimpleCommand, tokens: &[Token]) {
     for (k, token) in tokens.iter().enumerate() {
         match token {
             Token::Word(w) if w == "system" => {
@@ -163,6 +185,11 @@ fn print_target(cmd: &mut SimpleCommand, rest: &[Token]) {
                     .iter()
                     .find(|t| !matches!(t, Token::Punct('>')));
                 match target {
+                    Some(Token::Str(path))
+                        if matches!(
+                            path.as_str(),
+                            "/dev/stdout" | "/dev/stderr" | "/dev/null" | "-"
+                        ) || path.starts_with("/dev/fd/") => {}
                     Some(Token::Str(path)) => {
                         writes(cmd, path);
                         runs(cmd, "awk program writes a file (print > FILE)");
@@ -176,10 +203,14 @@ fn print_target(cmd: &mut SimpleCommand, rest: &[Token]) {
     }
 }
 
+/// A string that names a file (`.env`, `~/x`, `/etc/passwd`, `a/b`), not a separator (`"/"`)
+/// or one of the standard streams.
 fn looks_like_path(s: &str) -> bool {
-    !s.is_empty()
-        && !s.contains(['\n', ' '])
-        && (s.starts_with('.') || s.starts_with('~') || s.starts_with('/') || s.contains('/'))
+    let name = s.trim_matches('/');
+    !name.is_empty()
+        && !s.contains(['\n', ' ', '\t'])
+        && !s.starts_with("/dev/")
+        && (s.starts_with('.') || s.starts_with('~') || s.starts_with('/') || name.contains('/'))
 }
 
 #[derive(Debug, PartialEq)]
@@ -193,7 +224,7 @@ enum Token {
 /// Words, strings, regular expressions and punctuation of an awk program, as awk reads them: a
 /// `/` where an operand is expected starts a regular expression (in which `#`, `"` and `|` are
 /// its own), anywhere else it divides; `||` is one token, never a pipe.
-fn awk_tokens(text: &str) -> Vec<Token> {
+fn awk_tokens(text: &str, ambiguous_is_regex: bool) -> Vec<Token> {
     let mut tokens: Vec<Token> = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -209,7 +240,7 @@ fn awk_tokens(text: &str) -> Vec<Token> {
                 }
                 tokens.push(Token::Str(s));
             }
-            '/' if operand_expected(tokens.last()) => {
+            '/' if operand_expected(&tokens, ambiguous_is_regex) => {
                 let mut in_class = false;
                 while let Some(c) = chars.next() {
                     match c {
@@ -255,17 +286,39 @@ fn awk_tokens(text: &str) -> Vec<Token> {
     tokens
 }
 
-/// Whether a `/` after `last` starts a regular expression: at the start, or after anything
-/// but an operand (a word, a string, a regular expression, `)` or `]`).
-fn operand_expected(last: Option<&Token>) -> bool {
-    match last {
+/// Whether a `/` after `tokens` starts a regular expression: at the start, after an operator or
+/// a keyword; never after a name, a string or a regular expression; after `)`, `]`, `++` or
+/// `--` as `ambiguous_is_regex` says.
+fn operand_expected(tokens: &[Token], ambiguous_is_regex: bool) -> bool {
+    let n = tokens.len();
+    let increment = n >= 2
+        && matches!(
+            (&tokens[n - 2], &tokens[n - 1]),
+            (Token::Punct('+'), Token::Punct('+')) | (Token::Punct('-'), Token::Punct('-'))
+        );
+    if increment {
+        return ambiguous_is_regex;
+    }
+    match tokens.last() {
         None => true,
         Some(Token::Word(w)) => matches!(
             w.as_str(),
-            "print" | "printf" | "return" | "in" | "case" | "if" | "while" | "else" | "do"
+            "print"
+                | "printf"
+                | "return"
+                | "in"
+                | "case"
+                | "if"
+                | "while"
+                | "else"
+                | "do"
+                | "exit"
+                | "delete"
+                | "getline"
         ),
         Some(Token::Str(_) | Token::Regex) => false,
-        Some(Token::Punct(c)) => !matches!(c, ')' | ']'),
+        Some(Token::Punct(')' | ']')) => ambiguous_is_regex,
+        Some(Token::Punct(_)) => true,
     }
 }
 
@@ -398,8 +451,9 @@ fn sed_script(cmd: &mut SimpleCommand, script: &str) {
         };
         i += 1;
         match letter {
-            '#' | 'a' | 'i' | 'c' | ':' => i = line(i).1,
-            'b' | 't' | 'T' | 'v' => {
+            '#' | 'a' | 'i' | 'c' => i = line(i).1,
+            // A label ends at `;` as well as at the end of the line (GNU).
+            ':' | 'b' | 't' | 'T' | 'v' => {
                 while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
                     i += 1;
                 }
