@@ -145,12 +145,22 @@ fn read_line(runtime: &tokio::runtime::Runtime, agent: &Agent<'_>) -> Line {
         tokio::select! {
             biased;
             () = interrupt.wait() => Line::Interrupted,
-            line = receive => match line {
-                // Ctrl-C then Enter: the signal may be seen a moment after the line.
-                _ if interrupt.raised() => Line::Interrupted,
-                Ok(Some(line)) => Line::Text(line),
-                _ => Line::End,
-            },
+            line = receive => {
+                // Ctrl-C then Enter: the signal may be seen a moment after the (empty) line,
+                // which is nothing to act on: wait that moment for it.
+                if matches!(&line, Ok(Some(text)) if text.trim().is_empty()) && !interrupt.raised() {
+                    let _ = tokio::time::timeout(
+                        std::time::Duration::from_millis(100),
+                        interrupt.wait(),
+                    )
+                    .await;
+                }
+                match line {
+                    _ if interrupt.raised() => Line::Interrupted,
+                    Ok(Some(line)) => Line::Text(line),
+                    _ => Line::End,
+                }
+            }
         }
     })
 }
