@@ -41,6 +41,7 @@ const WRITE_ONLY: &[&str] = &[
     "~/.zlogin",
     "~/.config/fish",
     "~/.gitconfig",
+    "~/.config/git",
     "//etc",
     "//usr",
     "//bin",
