@@ -206,12 +206,12 @@ impl Backend for Bwrap {
             crate::process::streams(&mut child),
             plan.limits.output_bytes,
         );
-        crate::spawn::running_add(child.id());
+        crate::running::running_add(child.id());
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         // bwrap's init dies with it (--die-with-parent), and the PID namespace with the init.
         let timed_out = sys::wait_or_kill(pid, plan.limits.timeout_ms);
         let waited = child.wait();
-        crate::spawn::running_remove(child.id());
+        crate::running::running_remove(child.id());
         let status = waited.map_err(|e| SandboxError::Setup(format!("waiting for bwrap: {e}")))?;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut text = String::new();

@@ -17,6 +17,7 @@ mod from_settings;
 mod helper;
 pub mod history;
 mod landlock;
+mod last_steps;
 mod links;
 mod live;
 mod masking;
@@ -25,6 +26,7 @@ mod placeholder;
 mod plan;
 mod probe;
 mod process;
+mod running;
 mod seatbelt;
 mod seccomp;
 mod spare;
@@ -49,7 +51,6 @@ pub use plan::{
     overlay_can_hold, overlay_opaque,
 };
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
+pub use running::kill_running;
 pub use seatbelt::profile as seatbelt_profile;
-pub use spawn::{
-    HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError, kill_running,
-};
+pub use spawn::{HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError};

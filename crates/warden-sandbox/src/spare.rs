@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak, mpsc};
 use crate::cgroup::Cgroup;
 use crate::plan::{Limits, Plan};
 use crate::process::{Process, streams};
-use crate::spawn::{HELPER_ARG, Output, SandboxError, running_add, running_remove};
+use crate::running::{running_add, running_remove};
+use crate::spawn::{HELPER_ARG, Output, SandboxError};
 use crate::sys;
 
 /// What a helper was started for: the limits its cgroups hold and where its output goes.

@@ -1,11 +1,12 @@
 //! The parent side: starts the helper, passes it the plan, reads the command's output under the
 //! caps, and collects the helper's status.
 
+use crate::running::running_remove;
 use std::io::{Read, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -391,37 +392,6 @@ fn receive_listener(socket: &std::os::unix::net::UnixStream) -> Option<std::net:
         .ok()
         .flatten()
         .map(std::net::TcpListener::from)
-}
-
-/// The helpers (and bwrap processes) running now, so that an interrupt can end them all.
-static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-pub(crate) fn running_add(pid: u32) {
-    RUNNING
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(pid);
-}
-
-pub(crate) fn running_remove(pid: u32) {
-    RUNNING
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .retain(|p| *p != pid);
-}
-
-/// Kills every sandboxed command this process is running, and everything they started (each
-/// helper's command is PID 1 of its namespace and dies with it). For Ctrl-C.
-pub fn kill_running() {
-    let pids = RUNNING
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    for pid in pids {
-        if let Ok(pid) = libc::pid_t::try_from(pid) {
-            sys::kill(pid, libc::SIGKILL);
-        }
-    }
 }
 
 /// A helper that was started, with what must live as long as its command.

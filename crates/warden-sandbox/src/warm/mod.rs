@@ -30,8 +30,9 @@ use crate::cgroup::Cgroup;
 use crate::placeholder::Placeholders;
 use crate::plan::{Limits, Plan};
 use crate::process::Process;
+use crate::running::{running_add, running_remove};
 use crate::spare::{Key, Started, on_maker, on_maker_wait};
-use crate::spawn::{HELPER_ARG, Output, running_add, running_remove};
+use crate::spawn::{HELPER_ARG, Output};
 use crate::sys;
 
 /// What a warm helper is made for: the plan without what each command has of its own.

@@ -198,7 +198,7 @@ fn own(plan: &Plan, prepared: &Prepared, error_fd: i32) -> String {
         step("parent-death signal", sys::set_parent_death_signal())?;
         step("mount namespace", sys::unshare(libc::CLONE_NEWNS))?;
         mounts::complete(plan, &prepared.marks, STALE)?;
-        helper::become_command(plan, &prepared.filters, error_fd)
+        crate::last_steps::become_command(plan, &prepared.filters, error_fd)
     })();
     match result {
         Ok(never) | Err(never) => never,
