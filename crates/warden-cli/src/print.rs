@@ -73,7 +73,7 @@ const OUTPUT_WIDTH: usize = 200;
 
 /// The lines shown of a command's output: the first and last few, each cut to one screen line
 /// and every character printable, with a line saying how many were left out.
-pub(crate) fn output_lines(text: &str, interactive: bool) -> Vec<String> {
+fn output_lines(text: &str, interactive: bool) -> Vec<String> {
     let lines: Vec<&str> = text.trim_end_matches('\n').lines().collect();
     let line = |l: &&str| {
         format!(

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::rules::Anchors;
+use crate::rules::{Anchors, escape_glob};
 use crate::shell::{Analysis, SimpleCommand};
 
 /// Programs whose name alone says nothing about what they will do.
@@ -146,12 +146,11 @@ pub(crate) fn too_broad_command(pattern: &str) -> Option<String> {
     }
     let program = first.rsplit('/').next().unwrap_or(first);
     if WITH_SUBCOMMAND.contains(&program) {
-        return match words.get(1) {
+        let named = words
+            .get(1)
+            .filter(|sub| !sub.contains('*') && !sub.starts_with('-'));
+        return match named {
             None => Some(format!(
-                "{program}'s subcommands do different things; a rule names one \
-                 ({program} SUBCOMMAND *)"
-            )),
-            Some(sub) if sub.contains('*') || sub.starts_with('-') => Some(format!(
                 "{program}'s subcommands do different things; a rule names one \
                  ({program} SUBCOMMAND *)"
             )),
@@ -247,18 +246,6 @@ pub(crate) fn path_spec(path: &Path, anchors: &Anchors) -> Option<String> {
         });
     }
     Some(format!("/{}", escape_glob(text)))
-}
-
-/// `text` with every character a glob reads specially escaped.
-pub(crate) fn escape_glob(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\' | '!') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Why a rule over `dir` and everything below it allows more than a remembered approval may,

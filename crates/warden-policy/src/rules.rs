@@ -313,7 +313,7 @@ fn path_glob(spec: &str, anchors: &Anchors) -> Result<Vec<Glob>, String> {
         (anchors.cwd.clone(), spec)
     };
     // The anchor is a directory's name, never a pattern: `[` in it is a bracket, not a class.
-    let base = crate::approvals::escape_glob(&base.display().to_string());
+    let base = escape_glob(&base.display().to_string());
     let base = base.trim_end_matches('/');
     let rest = rest.trim_end_matches('/');
     let glob = if rest.is_empty() {
@@ -332,6 +332,18 @@ fn path_glob(spec: &str, anchors: &Anchors) -> Result<Vec<Glob>, String> {
                 .map_err(|e| format!("invalid path pattern: {e}"))
         })
         .collect()
+}
+
+/// `text` with every character a glob reads specially escaped.
+pub(crate) fn escape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -19,12 +19,18 @@ fn known_tool(name: &str) -> Result<(), CliError> {
     const SHORT: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "fetch"];
     let registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
     let mut known: Vec<String> = SHORT.iter().map(|s| (*s).to_owned()).collect();
-    known.extend(registry.specs().map(|s| s.name.to_string()));
-    known.push("Skill".to_owned());
+    for other in registry
+        .specs()
+        .map(|s| s.name.to_string())
+        .chain(["Skill".to_owned()])
+    {
+        if !known.contains(&other) {
+            known.push(other);
+        }
+    }
     if known.iter().any(|k| k == name) {
         return Ok(());
     }
-    known.dedup();
     Err(CliError::usage(anyhow!(
         "unknown tool {name:?}; known tools: {}",
         known.join(", ")

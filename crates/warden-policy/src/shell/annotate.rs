@@ -194,77 +194,15 @@ fn pattern_reader(cmd: &mut SimpleCommand, program: &str, args: &[Arg]) {
         .iter()
         .any(|a| matches!(a.text.as_str(), "-e" | "-f" | "--regexp" | "--file"));
     let mut files = operands(args);
+    // The first operand is the pattern or the program; what sed and awk programs run, write and
+    // read is the readers' table's (`runners`).
     if !explicit_pattern && !files.is_empty() {
-        let script = files.remove(0);
-        match program {
-            "sed" => sed_script(cmd, &script),
-            "awk" | "gawk" | "mawk"
-                if script.contains("system(")
-                    || script.contains("| getline")
-                    || script.contains("|&") =>
-            {
-                cmd.flags.code_execution = true;
-                cmd.flags.hidden_exec = true;
-            }
-            _ => {}
-        }
+        files.remove(0);
     }
     if let Some(file) = value_after(args, &["-f", "--file"]) {
         files.push(file);
     }
-    if program == "sed" {
-        if let Some(script) = value_after(args, &["-e", "--expression"]) {
-            sed_script(cmd, &script);
-        }
-        let in_place = args.iter().any(|a| {
-            a.text == "--in-place"
-                || a.text.starts_with("--in-place=")
-                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('i'))
-        });
-        if in_place {
-            cmd.writes.extend(files.iter().cloned());
-        }
-    }
     cmd.reads.extend(files);
-}
-
-/// `w FILE` writes, `e` executes; both hide in sed scripts.
-fn sed_script(cmd: &mut SimpleCommand, script: &str) {
-    for part in script.split([';', '\n', '}']) {
-        let part = part.trim_start();
-        let command = part
-            .trim_start_matches(|c: char| c.is_ascii_digit() || c == ',' || c == '$' || c == '!');
-        if let Some(file) = command
-            .strip_prefix('w')
-            .or_else(|| command.strip_prefix('W'))
-            && (file.starts_with(' ') || file.starts_with('\t'))
-        {
-            cmd.writes.push(file.trim().to_owned());
-        }
-        if command == "e" || command.starts_with("e ") {
-            cmd.flags.code_execution = true;
-            cmd.flags.hidden_exec = true;
-        }
-        // s/a/b/FLAGS: an `e` flag executes, a `w FILE` flag writes.
-        if let Some(rest) = command.strip_prefix('s')
-            && let Some(delim) = rest.chars().next()
-            && !delim.is_alphanumeric()
-        {
-            let pieces: Vec<&str> = rest[delim.len_utf8()..].splitn(3, delim).collect();
-            if let Some(flags) = pieces.get(2) {
-                let (flags, file) = flags
-                    .split_once('w')
-                    .map_or((*flags, None), |(f, file)| (f, Some(file)));
-                if flags.contains('e') {
-                    cmd.flags.code_execution = true;
-                    cmd.flags.hidden_exec = true;
-                }
-                if let Some(file) = file.map(str::trim).filter(|f| !f.is_empty()) {
-                    cmd.writes.push(file.to_owned());
-                }
-            }
-        }
-    }
 }
 
 fn find(cmd: &mut SimpleCommand, args: &[Arg]) {
