@@ -6,4 +6,5 @@ mod corpus;
 mod fixture;
 mod narrowing;
 mod properties;
+mod tokenizer;
 mod trust;

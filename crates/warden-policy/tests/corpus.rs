@@ -18,10 +18,10 @@ struct File {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Case {
+pub(crate) struct Case {
     id: String,
-    tool: String,
-    target: String,
+    pub(crate) tool: String,
+    pub(crate) target: String,
     #[serde(default)]
     mode: Option<PermissionMode>,
     #[serde(default)]
@@ -42,7 +42,7 @@ fn yes() -> bool {
     true
 }
 
-fn load() -> Vec<(String, Case)> {
+pub(crate) fn load() -> Vec<(String, Case)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut cases = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&dir)

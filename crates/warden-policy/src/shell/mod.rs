@@ -9,6 +9,7 @@
 
 mod annotate;
 mod commands;
+mod fast;
 mod programs;
 mod runners;
 mod walk;
@@ -16,7 +17,7 @@ mod words;
 
 use serde::Serialize;
 
-pub use walk::analyze;
+pub use walk::{analyze, analyze_by_grammar, in_common_subset};
 
 /// Everything a command string would run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -1,6 +1,7 @@
 //! Walking the syntax tree: every command list, pipeline, compound and substitution.
 
 use std::io::Cursor;
+use std::panic::AssertUnwindSafe;
 
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -10,6 +11,7 @@ use brush_parser::{Parser, ParserOptions};
 
 use super::annotate;
 use super::commands::{self, Expansion};
+use super::fast;
 use super::words::{self, Resolved};
 use super::{Analysis, Arg, SimpleCommand};
 
@@ -17,11 +19,34 @@ use super::{Analysis, Arg, SimpleCommand};
 const MAX_DEPTH: usize = 8;
 
 /// Analyses a command string. Never fails: what cannot be analysed is recorded as unknown.
+///
+/// The common subset of shell is read by a hand-written tokenizer; everything else, and anything
+/// it is not sure of, by brush-parser's grammar. The two give equal analyses (see
+/// [`analyze_by_grammar`]).
 pub fn analyze(command: &str) -> Analysis {
+    walk(command, true)
+}
+
+/// The analysis with every script read by brush-parser's grammar, the tokenizer of the common
+/// subset not used: what [`analyze`] must equal, for tests and the differential fuzz target.
+#[doc(hidden)]
+pub fn analyze_by_grammar(command: &str) -> Analysis {
+    walk(command, false)
+}
+
+/// Whether the tokenizer of the common subset reads this command string (rather than the
+/// grammar), for tests that must know the shortcut was taken.
+#[doc(hidden)]
+pub fn in_common_subset(command: &str) -> bool {
+    fast::parse(command).is_some()
+}
+
+fn walk(command: &str, shortcut: bool) -> Analysis {
     let mut walker = Walker {
         options: ParserOptions::default(),
         out: Analysis::default(),
         depth: 0,
+        shortcut,
     };
     walker.script(command, &[]);
     let out = &mut walker.out;
@@ -33,6 +58,8 @@ struct Walker {
     options: ParserOptions,
     out: Analysis,
     depth: usize,
+    /// Whether scripts in the common subset are read by the hand-written tokenizer.
+    shortcut: bool,
 }
 
 impl Walker {
@@ -44,8 +71,28 @@ impl Walker {
                 .push(format!("nested more than {MAX_DEPTH} levels deep"));
             return;
         }
-        let mut parser = Parser::new(Cursor::new(source), &self.options);
-        match parser.parse_program() {
+        if let Some(reason) = beyond_the_grammar(source) {
+            self.out.unknown.push(reason);
+            return;
+        }
+        if let Some(script) = self.shortcut.then(|| fast::parse(source)).flatten() {
+            self.depth += 1;
+            self.common(script, via);
+            self.depth -= 1;
+            return;
+        }
+        // The grammar is another crate's code: should it panic on some input, the command is
+        // unknown rather than the agent gone.
+        let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            Parser::new(Cursor::new(source), &self.options).parse_program()
+        }));
+        let Ok(parsed) = parsed else {
+            self.out
+                .unknown
+                .push(format!("the shell grammar failed on {source:?}"));
+            return;
+        };
+        match parsed {
             Ok(program) => {
                 self.depth += 1;
                 for list in &program.complete_commands {
@@ -57,6 +104,48 @@ impl Walker {
                 .out
                 .unknown
                 .push(format!("the shell grammar rejects {source:?}: {err}")),
+        }
+    }
+
+    /// Walks a script the tokenizer of the common subset read, as [`Walker::list`] walks the
+    /// grammar's.
+    fn common(&mut self, script: fast::Script, via: &[String]) {
+        if script.len() > 1 {
+            self.out.compound = true;
+        }
+        for chain in script {
+            if chain.len() > 1 {
+                self.out.compound = true;
+            }
+            for pipeline in chain {
+                if pipeline.len() > 1 {
+                    self.out.compound = true;
+                }
+                for items in pipeline {
+                    let mut cmd = SimpleCommand {
+                        via: via.to_vec(),
+                        ..SimpleCommand::default()
+                    };
+                    let mut words = Vec::new();
+                    for item in items {
+                        match item {
+                            fast::Item::Word(arg) => words.push(arg),
+                            fast::Item::Assignment(name, value) => {
+                                cmd.assignments.push((name, value));
+                            }
+                            fast::Item::Redirect(kind, path) => {
+                                self.out.compound = true;
+                                match kind {
+                                    fast::Redirect::Read => cmd.reads.push(path),
+                                    fast::Redirect::Write => push_write(&mut cmd, path),
+                                }
+                            }
+                            fast::Item::Duplicate => self.out.compound = true,
+                        }
+                    }
+                    self.named(cmd, words);
+                }
+            }
         }
     }
 
@@ -279,6 +368,11 @@ impl Walker {
         for item in suffix {
             self.item(item, &mut cmd, &mut words, false, via);
         }
+        self.named(cmd, words);
+    }
+
+    /// A simple command from its words: the first names the program.
+    fn named(&mut self, mut cmd: SimpleCommand, words: Vec<Arg>) {
         let mut words = words.into_iter();
         match words.next() {
             Some(program) => {
@@ -378,6 +472,36 @@ impl Walker {
         annotate::annotate(&mut cmd);
         self.out.commands.push(cmd);
     }
+}
+
+/// How deep parentheses may nest before a script is unknown without being parsed: brush-parser
+/// takes time exponential in the depth of `(` after `((` (20 levels: 70 ms, 30: over a minute).
+const MAX_PARENTHESES: usize = 12;
+
+/// Input brush-parser is known to fail on (rather than reject), said in words: a descriptor
+/// number too large for an integer (`99999999999>x`), which panics, and parentheses nested
+/// deeper than [`MAX_PARENTHESES`], which take exponential time. Quotes are not looked at, so
+/// this errs on the side of unknown.
+fn beyond_the_grammar(source: &str) -> Option<String> {
+    let (mut digits, mut depth, mut deepest) = (0, 0usize, 0);
+    for &b in source.as_bytes() {
+        match b {
+            b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            b'<' | b'>' if digits > 9 => {
+                return Some(format!(
+                    "a file descriptor number too large for the shell in {source:?}"
+                ));
+            }
+            _ => {}
+        }
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+    }
+    (deepest > MAX_PARENTHESES)
+        .then(|| format!("parentheses nested more than {MAX_PARENTHESES} deep in {source:?}"))
 }
 
 fn push_write(cmd: &mut SimpleCommand, path: String) {

@@ -26,10 +26,23 @@ pub(super) fn resolve_heredoc(raw: &str, options: &ParserOptions) -> Resolved {
 }
 
 fn resolve_with(raw: &str, options: &ParserOptions, heredoc: bool) -> Resolved {
-    let parsed = if heredoc {
-        word::parse_heredoc(raw, options)
-    } else {
-        word::parse(raw, options)
+    // As for whole scripts (`walk.rs`): a panic in the word grammar makes the word unknown.
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if heredoc {
+            word::parse_heredoc(raw, options)
+        } else {
+            word::parse(raw, options)
+        }
+    }));
+    let Ok(parsed) = parsed else {
+        return Resolved {
+            arg: Arg {
+                text: raw.to_owned(),
+                literal: false,
+            },
+            substitutions: Vec::new(),
+            error: Some(format!("the word grammar failed on {raw:?}")),
+        };
     };
     match parsed {
         Ok(pieces) => {

@@ -1,0 +1,19 @@
+//! Any command string the tokenizer of the common subset reads must be analysed exactly as
+//! brush-parser's grammar analyses it. `cargo +nightly fuzz run shortcut -- -dict=shell.dict`
+//! from `crates/warden-policy/fuzz` (see `docs/policy.md`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use warden_policy::shell::{analyze, analyze_by_grammar};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(command) = std::str::from_utf8(data) else {
+        return;
+    };
+    let fast = analyze(command);
+    let grammar = analyze_by_grammar(command);
+    assert_eq!(
+        fast, grammar,
+        "the shortcut and the grammar differ on {command:?}"
+    );
+});
