@@ -226,6 +226,25 @@ fn input_the_grammar_fails_on_is_unknown_not_a_crash() {
 }
 
 #[test]
+fn a_here_document_the_grammar_never_finishes_is_unknown_at_once() {
+    // brush-parser 0.4's tokenizer loops without end, allocating, on a here-document delimiter
+    // that starts with a carriage return or form feed (found by the fuzz target).
+    for command in ["<<\r( ", "cat <<-  \r x", "x <<\t\x0c y", "<<\r\"\" "] {
+        let analysis = analyze(command);
+        assert!(analysis.is_unknown(), "{command:?}: {analysis:?}");
+        assert!(
+            analysis.unknown[0].contains("here-document"),
+            "{analysis:?}"
+        );
+    }
+    // Ordinary here-documents and here-strings are read.
+    let usual = analyze("cat <<EOF > out.txt\nhello\nEOF");
+    assert!(!usual.is_unknown(), "{usual:?}");
+    assert_eq!(usual.commands[0].writes, ["out.txt"]);
+    assert!(!analyze("cat <<< \"\r x\"").is_unknown());
+}
+
+#[test]
 fn parentheses_nested_past_the_grammar_s_reach_are_unknown_at_once() {
     // brush-parser 0.4 takes time exponential in the depth of `(` after `((` (found by the
     // fuzz target): 40 levels would take hours. Common nesting is still read.

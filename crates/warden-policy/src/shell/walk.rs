@@ -479,10 +479,17 @@ impl Walker {
 const MAX_PARENTHESES: usize = 12;
 
 /// Input brush-parser is known to fail on (rather than reject), said in words: a descriptor
-/// number too large for an integer (`99999999999>x`), which panics, and parentheses nested
-/// deeper than [`MAX_PARENTHESES`], which take exponential time. Quotes are not looked at, so
-/// this errs on the side of unknown.
+/// number too large for an integer (`99999999999>x`), which panics; parentheses nested deeper
+/// than [`MAX_PARENTHESES`], which take exponential time; and a here-document whose delimiter
+/// starts with a carriage return, form feed or vertical tab (`<<\r `), on which its tokenizer
+/// never ends and grows without bound. Quotes are not looked at, so this errs on the side of
+/// unknown.
 fn beyond_the_grammar(source: &str) -> Option<String> {
+    if odd_here_document(source) {
+        return Some(format!(
+            "a here-document delimiter the shell grammar cannot read in {source:?}"
+        ));
+    }
     let (mut digits, mut depth, mut deepest) = (0, 0usize, 0);
     for &b in source.as_bytes() {
         match b {
@@ -502,6 +509,22 @@ fn beyond_the_grammar(source: &str) -> Option<String> {
     }
     (deepest > MAX_PARENTHESES)
         .then(|| format!("parentheses nested more than {MAX_PARENTHESES} deep in {source:?}"))
+}
+
+/// `<<` (not `<<<`), an optional `-` and blanks, then `\r`, `\x0b` or `\x0c`.
+fn odd_here_document(source: &str) -> bool {
+    let bytes = source.as_bytes();
+    bytes.windows(2).enumerate().any(|(at, pair)| {
+        if pair != b"<<" || bytes.get(at + 2) == Some(&b'<') {
+            return false;
+        }
+        let mut rest = &bytes[at + 2..];
+        if let [b'-', tail @ ..] = rest {
+            rest = tail;
+        }
+        let start = rest.iter().position(|b| !matches!(b, b' ' | b'\t'));
+        start.is_some_and(|i| matches!(rest[i], b'\r' | 0x0b | 0x0c))
+    })
 }
 
 fn push_write(cmd: &mut SimpleCommand, path: String) {
