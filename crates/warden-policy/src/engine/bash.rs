@@ -178,7 +178,7 @@ impl Engine {
         );
         let resolve = |raw: &String| -> Vec<(String, Target)> {
             if !lists && super::globs::is_glob(raw) {
-                super::globs::candidates(&expand_home(raw), cwd, home)
+                super::globs::candidates(&expand_home(raw), cwd, home, &self.ruled_names)
                     .iter()
                     .map(|name| (raw.clone(), self.target(&expand_home(name), cwd)))
                     .collect()
@@ -225,12 +225,9 @@ impl Engine {
         }
         let edit_allowed = |t: &Target| self.path_allowed(&RuleTool::Edit, t);
         let files = Files {
-            unresolved_write: cmd.writes.iter().any(|w| !resolvable(w) && w != "<stdin>"),
-            unresolved_read: cmd
-                .reads
-                .iter()
-                .find(|r| !resolvable(r) && *r != "<stdin>")
-                .cloned(),
+            // What xargs reads from a pipe no lister fills (`<stdin>`) is as unknown as `$X`.
+            unresolved_write: cmd.writes.iter().any(|w| !resolvable(w)),
+            unresolved_read: cmd.reads.iter().find(|r| !resolvable(r)).cloned(),
             outside_writes: writes
                 .iter()
                 .filter(|(_, t)| !self.writable_target(t))

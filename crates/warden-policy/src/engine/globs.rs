@@ -67,7 +67,7 @@ pub(super) fn is_glob(raw: &str) -> bool {
 /// brace expansions and extglob alternatives, then for each of them every part replaced by the
 /// protected names it could match and by a plain name of its shape, and the paths it matches on
 /// disk now under `cwd` (or `home`, for `~/…`).
-pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
+pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path, ruled: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let words = expansions(raw);
     if words.len() >= MOST {
@@ -84,7 +84,7 @@ pub(super) fn candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
     }
     for word in words {
         if word.contains(['*', '?', '[']) {
-            out.extend(glob_candidates(&word, cwd, home));
+            out.extend(glob_candidates(&word, cwd, home, ruled));
         } else {
             out.push(word);
         }
@@ -192,8 +192,10 @@ fn sequence(from: &str, to: &str) -> Option<Vec<String>> {
     }
 }
 
-/// The names glob `raw` could stand for (see [`candidates`]).
-fn glob_candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
+/// The names glob `raw` could stand for (see [`candidates`]); `ruled` are the names and name
+/// patterns the settings' deny and ask path rules are written in (`*appsettings*`), each a
+/// name a part could match too (`*.json` could be `appsettings.json`).
+fn glob_candidates(raw: &str, cwd: &Path, home: &Path, ruled: &[String]) -> Vec<String> {
     let mut out: Vec<String> = vec![String::new()];
     let absolute = raw.starts_with('/');
     for part in raw.split('/').filter(|p| !p.is_empty()) {
@@ -206,6 +208,14 @@ fn glob_candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
                 .filter(|name| aimed && matches(part, name))
                 .map(|name| (*name).to_owned())
                 .collect();
+            if aimed {
+                choices.extend(
+                    ruled
+                        .iter()
+                        .filter_map(|pattern| witness(part, pattern))
+                        .filter(|name| !name.is_empty() && matches(part, name)),
+                );
+            }
             choices.push(plain(part));
             choices
         } else {
@@ -232,6 +242,76 @@ fn glob_candidates(raw: &str, cwd: &Path, home: &Path) -> Vec<String> {
     }
     out.extend(on_disk(raw, cwd, home));
     out
+}
+
+/// The names and name patterns deny and ask path rules are written in, for [`candidates`]: each
+/// part of the rule's path that is not all wildcards (`Read(**/*appsettings*)`:
+/// `*appsettings*`; `Read(secrets/**)`: `secrets`).
+pub(super) fn ruled_names(rules: &[crate::rules::Rule]) -> Vec<String> {
+    let mut names: Vec<String> = rules
+        .iter()
+        .filter(|r| r.kind != crate::rules::RuleKind::Allow && r.path_globs().is_some())
+        .filter_map(|r| {
+            let text = r.text();
+            let spec = &text[text.find('(')? + 1..text.strip_suffix(')')?.len()];
+            Some(spec.split('/').map(str::to_owned).collect::<Vec<_>>())
+        })
+        .flatten()
+        .filter(|part| part.chars().any(|c| !matches!(c, '*' | '?')) && part != "~")
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// A name both globs match, if there is one: `*.json` and `*appsettings*` share
+/// `appsettings.json`. Globs with brackets or braces are not compared (`None`).
+pub(super) fn witness(a: &str, b: &str) -> Option<String> {
+    if [a, b].iter().any(|g| g.contains(['[', '{', '\\'])) {
+        return None;
+    }
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut failed = std::collections::HashSet::new();
+    let mut out = String::new();
+    meet(&a, &b, (0, 0), &mut failed, &mut out).then_some(out)
+}
+
+/// Whether `left[at.0..]` and `right[at.1..]` match a common name, written to `out` if so;
+/// `failed` keeps the positions known not to, so the search is quadratic at most.
+fn meet(
+    left: &[char],
+    right: &[char],
+    at: (usize, usize),
+    failed: &mut std::collections::HashSet<(usize, usize)>,
+    out: &mut String,
+) -> bool {
+    if failed.contains(&at) {
+        return false;
+    }
+    let (li, ri) = at;
+    let len = out.len();
+    let mut next = |out: &mut String, ch: Option<char>, step: (usize, usize)| {
+        out.extend(ch.map(|ch| if ch == '?' { 'x' } else { ch }));
+        meet(left, right, (li + step.0, ri + step.1), failed, out)
+    };
+    let found = match (left.get(li), right.get(ri)) {
+        (None, None) => true,
+        (Some('*'), _) if next(out, None, (1, 0)) => true,
+        (_, Some('*')) if next(out, None, (0, 1)) => true,
+        // A star takes one character of the other side and stays.
+        (Some('*'), Some(&ch)) => next(out, Some(ch), (0, 1)),
+        (Some(&ch), Some('*')) => next(out, Some(ch), (1, 0)),
+        (Some(&lc), Some(&rc)) if lc == rc || lc == '?' || rc == '?' => {
+            next(out, Some(if lc == '?' { rc } else { lc }), (1, 1))
+        }
+        _ => false,
+    };
+    if !found {
+        out.truncate(len);
+        failed.insert(at);
+    }
+    found
 }
 
 /// A name `part` matches: each `*` as `x`, each `?` as `x`, a bracket as its first member.
@@ -311,7 +391,7 @@ mod tests {
     fn a_glob_stands_for_the_protected_names_it_could_match() {
         let none = Path::new("/nonexistent-warden-test");
         let has = |raw: &str, want: &str| {
-            let got = candidates(raw, none, none);
+            let got = candidates(raw, none, none, &[]);
             assert!(got.iter().any(|c| c == want), "{raw}: {got:?}");
         };
         has(".e*", ".env");
@@ -323,9 +403,9 @@ mod tests {
         has(".*", ".env");
         has(".git/hoo*/pre-*", ".git/hooks/pre-commit");
         // `*` does not match a hidden name, as in the shell.
-        let star = candidates("*", none, none);
+        let star = candidates("*", none, none, &[]);
         assert!(!star.iter().any(|c| c.starts_with('.')), "{star:?}");
-        assert_eq!(candidates("src/*.rs", none, none), ["src/x.rs"]);
+        assert_eq!(candidates("src/*.rs", none, none, &[]), ["src/x.rs"]);
         // Brace expansion and extglob.
         has(".{e,x}nv", ".env");
         has("{.,}env", ".env");
@@ -340,11 +420,35 @@ mod tests {
     }
 
     #[test]
+    fn two_globs_meet_in_a_name_both_match() {
+        let meets = |a: &str, b: &str, want: Option<&str>| {
+            assert_eq!(witness(a, b).as_deref(), want, "{a} / {b}");
+            if let Some(name) = witness(a, b) {
+                assert!(matches(a, &name) && matches(b, &name), "{a} / {b}: {name}");
+            }
+        };
+        meets("*.json", "*appsettings*", Some("appsettings.json"));
+        meets("s*", "secrets", Some("secrets"));
+        meets("a?c", "*b*", Some("abc"));
+        meets("*.rs", "*.json", None);
+        meets("x*", "y*", None);
+        meets("*", "*", Some(""));
+        meets("*.[jt]s", "*.js", None);
+        // The names of the settings' rules are candidates of a glob like the protected ones.
+        let none = Path::new("/nonexistent-warden-test");
+        let ruled = ["*appsettings*".to_owned(), "secrets".to_owned()];
+        let got = candidates("./**/*.json", none, none, &ruled);
+        assert!(got.iter().any(|c| c == "./xx/appsettings.json"), "{got:?}");
+        let got = candidates("s*/key", none, none, &ruled);
+        assert!(got.iter().any(|c| c == "secrets/key"), "{got:?}");
+    }
+
+    #[test]
     fn what_a_glob_matches_on_disk_is_among_them() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("secrets")).unwrap();
         std::fs::write(dir.path().join("secrets/prod.json"), "{}").unwrap();
-        let got = candidates("secrets/p*", dir.path(), dir.path());
+        let got = candidates("secrets/p*", dir.path(), dir.path(), &[]);
         let want = dir.path().join("secrets/prod.json");
         assert!(got.iter().any(|c| Path::new(c) == want), "{got:?}");
     }

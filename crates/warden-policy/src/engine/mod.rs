@@ -158,6 +158,8 @@ pub struct Engine {
     general: Vec<usize>,
     /// Every path rule, compiled.
     path_rules: PathRules,
+    /// The names the deny and ask path rules are written in, which a glob could match.
+    ruled_names: Vec<String>,
     /// Recent shell analyses: parsing is pure, and sessions repeat their commands.
     analyses: AnalysisCache,
     protection: Protection,
@@ -277,12 +279,14 @@ impl Engine {
             }
         }
         let path_rules = PathRules::new(&rules).map_err(PolicyError::Pattern)?;
+        let ruled_names = globs::ruled_names(&rules);
         Ok(Self {
             mode: perms.mode,
             rules,
             by_program,
             general,
             path_rules,
+            ruled_names,
             analyses: AnalysisCache::default(),
             protection,
             secrets,

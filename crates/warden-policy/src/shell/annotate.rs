@@ -71,6 +71,8 @@ fn annotate_program(cmd: &mut SimpleCommand) {
         }
         p if PATTERN_READERS.contains(&p) => pattern_reader(cmd, p, &args),
         "find" => find(cmd, &args),
+        // Its command is analysed on its own; xargs itself reads only its input file.
+        "xargs" => cmd.reads.extend(super::feeds::xargs(&args).input_file),
         "tee" => cmd.writes.extend(operands),
         "touch" | "mkdir" | "mkfifo" | "mknod" => cmd.writes.extend(operands),
         "cp" | "install" | "ln" | "rsync" => copy_like(cmd, &args, &operands),
@@ -206,20 +208,9 @@ fn pattern_reader(cmd: &mut SimpleCommand, program: &str, args: &[Arg]) {
 }
 
 fn find(cmd: &mut SimpleCommand, args: &[Arg]) {
-    let mut starts = Vec::new();
-    let mut iter = args.iter().peekable();
-    while let Some(arg) = iter.peek() {
-        if arg.text.starts_with('-') || arg.text == "(" || arg.text == "!" {
-            break;
-        }
-        starts.push(arg.text.clone());
-        iter.next();
-    }
-    if starts.is_empty() {
-        starts.push(".".to_owned());
-    }
+    let (starts, expression) = super::feeds::find_starts(args);
     let mut in_exec = false;
-    let mut rest = iter;
+    let mut rest = args[expression..].iter();
     while let Some(arg) = rest.next() {
         match arg.text.as_str() {
             "-exec" | "-execdir" | "-ok" | "-okdir" => in_exec = true,

@@ -4,6 +4,9 @@
 use super::programs::SHELLS;
 use super::{Arg, SimpleCommand};
 
+/// The word standing for the arguments xargs reads from its input.
+pub(super) const STDIN: &str = "<stdin>";
+
 /// What a command turns out to run.
 pub(super) enum Expansion {
     /// Nothing further: the command is what it is.
@@ -88,33 +91,18 @@ pub(super) fn expand(cmd: &SimpleCommand) -> Expansion {
             }
         }
         "xargs" => {
-            let rest = skip_options(
-                args,
-                &[
-                    "-n",
-                    "-L",
-                    "-P",
-                    "-I",
-                    "-d",
-                    "-E",
-                    "-s",
-                    "-a",
-                    "--max-args",
-                    "--max-procs",
-                    "--delimiter",
-                    "--arg-file",
-                ],
-            );
-            let mut rest = rest.to_vec();
+            let parsed = super::feeds::xargs(args);
+            let mut rest = args[parsed.command..].to_vec();
             if rest.is_empty() {
                 rest.push(Arg {
                     text: "echo".to_owned(),
                     literal: true,
                 });
             }
-            // The arguments xargs adds come from its input: not known here.
+            // The arguments xargs adds come from its input: not known here (the walker puts
+            // in what a lister before it prints, when one does).
             rest.push(Arg {
-                text: "<stdin>".to_owned(),
+                text: STDIN.to_owned(),
                 literal: false,
             });
             inner(cmd, &rest, |_| {})
@@ -241,6 +229,8 @@ fn expand_shell(cmd: &SimpleCommand) -> Expansion {
 fn expand_find(cmd: &SimpleCommand) -> Expansion {
     let mut inner_cmds = Vec::new();
     let mut iter = cmd.args.iter();
+    // What `{}` stands for: every path find can hand the command.
+    let mut matches = None;
     while let Some(arg) = iter.next() {
         if matches!(arg.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
             let mut words: Vec<Arg> = Vec::new();
@@ -248,14 +238,16 @@ fn expand_find(cmd: &SimpleCommand) -> Expansion {
                 if word.text == ";" || word.text == "+" {
                     break;
                 }
-                words.push(if word.text == "{}" {
-                    Arg {
+                match matches.get_or_insert_with(|| super::feeds::find_matches(&cmd.args)) {
+                    Some(paths) if word.text == "{}" && word.literal => {
+                        words.extend(super::feeds::words(paths));
+                    }
+                    _ if word.text == "{}" => words.push(Arg {
                         text: "{}".to_owned(),
                         literal: false,
-                    }
-                } else {
-                    word.clone()
-                });
+                    }),
+                    _ => words.push(word.clone()),
+                }
             }
             if let Some((program, rest)) = words.split_first() {
                 let mut inner = SimpleCommand {

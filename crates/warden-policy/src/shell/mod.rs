@@ -10,6 +10,7 @@
 mod annotate;
 mod commands;
 mod fast;
+mod feeds;
 mod programs;
 mod runners;
 mod walk;

@@ -12,6 +12,7 @@ use brush_parser::{Parser, ParserOptions};
 use super::annotate;
 use super::commands::{self, Expansion};
 use super::fast;
+use super::feeds;
 use super::words::{self, Resolved};
 use super::{Analysis, Arg, SimpleCommand};
 
@@ -47,6 +48,7 @@ fn walk(command: &str, shortcut: bool) -> Analysis {
         out: Analysis::default(),
         depth: 0,
         shortcut,
+        feed: None,
     };
     walker.script(command, &[]);
     let out = &mut walker.out;
@@ -60,6 +62,9 @@ struct Walker {
     depth: usize,
     /// Whether scripts in the common subset are read by the hand-written tokenizer.
     shortcut: bool,
+    /// While an element of a pipeline is walked: the paths the element before it prints, when
+    /// a lister prints them, and the depth at which they reach an `xargs`.
+    feed: Option<(usize, Vec<String>)>,
 }
 
 impl Walker {
@@ -121,32 +126,38 @@ impl Walker {
                 if pipeline.len() > 1 {
                     self.out.compound = true;
                 }
+                let mut printed = None;
                 for items in pipeline {
-                    let mut cmd = SimpleCommand {
-                        via: via.to_vec(),
-                        ..SimpleCommand::default()
-                    };
-                    let mut words = Vec::new();
-                    for item in items {
-                        match item {
-                            fast::Item::Word(arg) => words.push(arg),
-                            fast::Item::Assignment(name, value) => {
-                                cmd.assignments.push((name, value));
-                            }
-                            fast::Item::Redirect(kind, path) => {
-                                self.out.compound = true;
-                                match kind {
-                                    fast::Redirect::Read => cmd.reads.push(path),
-                                    fast::Redirect::Write => push_write(&mut cmd, path),
-                                }
-                            }
-                            fast::Item::Duplicate => self.out.compound = true,
-                        }
-                    }
-                    self.named(cmd, words);
+                    let start = self.out.commands.len();
+                    self.fed(printed.take(), |walker| walker.common_command(items, via));
+                    printed = feeds::listed(&self.out.commands[start..]);
                 }
             }
         }
+    }
+
+    /// One simple command the tokenizer of the common subset read.
+    fn common_command(&mut self, items: fast::Command, via: &[String]) {
+        let mut cmd = SimpleCommand {
+            via: via.to_vec(),
+            ..SimpleCommand::default()
+        };
+        let mut words = Vec::new();
+        for item in items {
+            match item {
+                fast::Item::Word(arg) => words.push(arg),
+                fast::Item::Assignment(name, value) => cmd.assignments.push((name, value)),
+                fast::Item::Redirect(kind, path) => {
+                    self.out.compound = true;
+                    match kind {
+                        fast::Redirect::Read => cmd.reads.push(path),
+                        fast::Redirect::Write => push_write(&mut cmd, path),
+                    }
+                }
+                fast::Item::Duplicate => self.out.compound = true,
+            }
+        }
+        self.named(cmd, words);
     }
 
     fn list(&mut self, list: &CompoundList, via: &[String]) {
@@ -172,9 +183,22 @@ impl Walker {
         if pipeline.seq.len() > 1 {
             self.out.compound = true;
         }
+        let mut printed = None;
         for command in &pipeline.seq {
-            self.command(command, via);
+            let start = self.out.commands.len();
+            self.fed(printed.take(), |walker| walker.command(command, via));
+            if matches!(command, Command::Simple(_)) {
+                printed = feeds::listed(&self.out.commands[start..]);
+            }
         }
+    }
+
+    /// Walks one element of a pipeline with what the element before it printed.
+    fn fed(&mut self, printed: Option<Vec<String>>, walk: impl FnOnce(&mut Self)) {
+        let feed = printed.map(|paths| (self.depth, paths));
+        let outer = std::mem::replace(&mut self.feed, feed);
+        walk(self);
+        self.feed = outer;
     }
 
     fn command(&mut self, command: &Command, via: &[String]) {
@@ -448,9 +472,20 @@ impl Walker {
         }
         match commands::expand(&cmd) {
             Expansion::Done => {}
-            Expansion::Inner(inner) => {
+            Expansion::Inner(mut inner) => {
                 self.out.compound = true;
                 self.out.commands.push(commands::wrapper_record(&cmd));
+                if let Some(paths) = self.fed_to(&cmd) {
+                    for command in &mut inner {
+                        let at = command
+                            .args
+                            .iter()
+                            .position(|a| a.text == commands::STDIN && !a.literal);
+                        if let Some(at) = at {
+                            command.args.splice(at..=at, feeds::words(&paths));
+                        }
+                    }
+                }
                 for command in inner {
                     self.finish(command);
                 }
@@ -471,6 +506,19 @@ impl Walker {
         }
         annotate::annotate(&mut cmd);
         self.out.commands.push(cmd);
+    }
+}
+
+impl Walker {
+    /// What a lister before it in the pipeline printed, if `cmd` is an `xargs` that reads it:
+    /// one at the pipeline's own depth (not inside `sh -c` or `$( )`), its input neither a file
+    /// (`-a`) nor redirected (`<`).
+    fn fed_to(&self, cmd: &SimpleCommand) -> Option<Vec<String>> {
+        let (depth, paths) = self.feed.as_ref()?;
+        let reads_its_input = cmd.program == "xargs"
+            && cmd.reads.is_empty()
+            && feeds::xargs(&cmd.args).input_file.is_none();
+        (*depth == self.depth && reads_its_input).then(|| paths.clone())
     }
 }
 
