@@ -216,6 +216,8 @@ fn input_the_grammar_fails_on_is_unknown_not_a_crash() {
         "ls 99999999999999>9",
         "r99999999999999999999999;99999999999999>9",
         "sh -c 'cat 4294967296<x'",
+        // A panic inside brush-parser's tokenizer (an unwrap on `None`), caught.
+        "cat <<EOF&$[[(r&m -gi$(r$(((d ryerf b!p>//b<&//b<&/&(rb.|)g \u{1}\u{0}\u{0}au OBIGN>sudO`ws \u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{1}ON\u{a}$(rm&3(d ryerf`b$(ld!\u{a}EOF",
     ] {
         let analysis = analyze(command);
         assert!(analysis.is_unknown(), "{command}: {analysis:?}");
