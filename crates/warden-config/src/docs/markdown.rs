@@ -278,6 +278,8 @@ mod tests {
             "context",
             "context.shares",
             "skills",
+            "mcp",
+            "mcp.servers.<name>",
             "org",
             "org.manifest",
         ] {

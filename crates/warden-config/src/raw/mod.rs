@@ -5,6 +5,7 @@
 //! flags, e.g. `permissions.mode`. The doc comments here are the settings reference: they become
 //! the JSON schema and `docs/settings.md`.
 
+mod mcp;
 mod tables;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::kinds::{
 };
 use crate::merge::merge_struct;
 
+pub use mcp::{RawMcp, RawMcpServer};
 pub use tables::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
     RawOrg, RawOrgManifest, RawPrice, RawProvider, RawReadTool, RawSkills, RawTools, RawWriteTool,
@@ -53,6 +55,8 @@ pub struct RawSettings {
     pub skills: Option<RawSkills>,
     /// Runs under sandbox manifests: credentials and leases.
     pub manifest: Option<RawManifest>,
+    /// MCP servers whose tools are offered as `mcp__SERVER__TOOL`.
+    pub mcp: Option<RawMcp>,
     /// Organisation limits. Only allowed in the managed file, `/etc/warden/managed.toml`.
     pub org: Option<RawOrg>,
 }
@@ -67,6 +71,7 @@ merge_struct!(RawSettings {
     context,
     skills,
     manifest,
+    mcp,
     org,
 });
 

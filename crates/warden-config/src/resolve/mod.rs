@@ -3,6 +3,7 @@
 
 #[cfg(test)]
 mod tests;
+mod mcp;
 mod validate;
 
 pub(crate) use validate::Origin;
@@ -76,6 +77,7 @@ fn build(
         context,
         skills,
         manifest,
+        mcp,
         org,
     } = raw;
     let Place {
@@ -89,6 +91,7 @@ fn build(
         risk_floors,
         dirs,
     } = extras;
+    let project_root_for_mcp = project_root.clone();
     let mut permissions = build_permissions(permissions.unwrap_or_default());
     permissions.project_ask = dedup(asks);
     permissions.project_risk = risk_floors;
@@ -107,6 +110,7 @@ fn build(
         context: build_context(context.unwrap_or_default()),
         skills: build_skills(skills.unwrap_or_default()),
         manifest: build_manifest(manifest.unwrap_or_default()),
+        mcp: mcp::build(mcp.unwrap_or_default(), &project_root_for_mcp, blame)?,
         org: build_org(org.unwrap_or_default()),
     })
 }

@@ -3,6 +3,7 @@
 //! These are the types other crates code against. Defaults live in the `Default` impls here and
 //! in [`tables`]; `resolve` falls back to them, so the reference docs and the loader agree.
 
+mod mcp;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -16,6 +17,7 @@ pub(crate) use crate::kinds::{
     Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, RiskName, RootIdentity,
 };
 
+pub use mcp::{Mcp, McpServer};
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
     Price, Provider, ReadTool, Skills, Tools, WriteTool,
@@ -68,6 +70,8 @@ pub struct Settings {
     pub skills: Skills,
     /// `[manifest]`.
     pub manifest: ManifestRuns,
+    /// `[mcp]`.
+    pub mcp: Mcp,
     /// `[org]`, only ever set by the managed file.
     pub org: Org,
 }
@@ -90,6 +94,7 @@ impl Settings {
             context: Context::default(),
             skills: Skills::default(),
             manifest: ManifestRuns::default(),
+            mcp: Mcp::default(),
             org: Org::default(),
         }
     }

@@ -3,11 +3,11 @@
 
 use crate::raw::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
-    RawPermissions, RawReadTool, RawSandbox, RawSandboxEnv, RawSandboxFilesystem, RawSandboxLimits,
+    RawMcp, RawPermissions, RawReadTool, RawSandbox, RawSandboxEnv, RawSandboxFilesystem, RawSandboxLimits,
     RawSandboxNetwork, RawSettings, RawSkills, RawTools, RawWriteTool,
 };
 use crate::settings::{
-    Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Permissions,
+    Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Mcp, Model, Permissions,
     ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork, Settings,
     Skills, Tools, WriteTool,
 };
@@ -24,6 +24,7 @@ gate_table!(RawSettings => Settings {
     context: Table = "the context window",
     skills: Table = "skills",
     manifest: Table = "manifest runs",
+    mcp: Table = "MCP servers",
     org: ManagedOnly = "the organisation's limits",
 });
 
@@ -115,6 +116,10 @@ gate_table!(RawModel => Model {
     providers: Ignored = "a model provider: its address and the variable its key comes from",
     prices: Ignored = "a model's price, which the cost budget counts",
     context_window: Ignored = "the model's context window",
+});
+
+gate_table!(RawMcp => Mcp {
+    servers: Ignored = "an MCP server: a program warden starts and whose tools it offers",
 });
 
 gate_table!(RawBudgets => Budgets {

@@ -1,0 +1,56 @@
+//! `[mcp]`: the MCP servers whose tools warden offers.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::merge::merge_struct;
+
+/// `[mcp]`: MCP servers, each a `[mcp.servers.NAME]` table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawMcp {
+    /// MCP servers by name. A name is letters, digits, `-` and `_`, without `__`; its tools are
+    /// offered as `mcp__NAME__TOOL`. A server set in a higher layer replaces the same name's
+    /// whole table in a lower one. Default none.
+    pub servers: Option<BTreeMap<String, RawMcpServer>>,
+}
+
+merge_struct!(RawMcp { servers });
+
+/// `[mcp.servers.NAME]`: one MCP server, started as a program that speaks MCP on its standard
+/// input and output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct RawMcpServer {
+    /// The program to start. Required.
+    pub command: Option<String>,
+    /// Its arguments. Default none.
+    pub args: Option<Vec<String>>,
+    /// Variables set in its environment, by value. Its environment holds nothing else but
+    /// `PATH`, `HOME`, the locale and the variables `env_vars` names: none of yours is passed
+    /// unless named. Default none.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Names of variables passed from warden's environment to the server's (`GITHUB_TOKEN`).
+    /// Default none.
+    pub env_vars: Option<Vec<String>>,
+    /// The directory it starts in. Default the project root.
+    pub cwd: Option<String>,
+    /// Whether warden starts it. Default `true`.
+    pub enabled: Option<bool>,
+    /// Only these of its tools are offered. Default all.
+    pub enabled_tools: Option<Vec<String>>,
+    /// These of its tools are never offered. Default none.
+    pub disabled_tools: Option<Vec<String>>,
+    /// Seconds it has to start and answer `initialize`. Must be greater than zero. Default `30`.
+    pub startup_timeout_seconds: Option<u64>,
+    /// Seconds one tool call may take. Must be greater than zero. Default `120`.
+    pub tool_timeout_seconds: Option<u64>,
+}
+
+/// A server set in a higher layer stands whole: its arguments and environment are not mixed
+/// with a lower layer's server of the same name.
+impl crate::merge::Merge for RawMcpServer {
+    fn merge(&mut self, _lower: Self) {}
+}

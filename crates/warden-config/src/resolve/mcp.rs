@@ -1,0 +1,84 @@
+//! `[mcp]`: each server checked and given its defaults.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::Blame;
+use crate::error::ConfigError;
+use crate::merge::dedup;
+use crate::raw::{RawMcp, RawMcpServer};
+use crate::settings::{Mcp, McpServer};
+
+pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, ConfigError> {
+    let mut servers = BTreeMap::new();
+    for (name, server) in raw.servers.unwrap_or_default() {
+        let error = |field: &str, message: &str| {
+            blame.error(&["mcp", "servers", &name, field], message.to_owned())
+        };
+        let fits = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            && !name.contains("__");
+        if !fits {
+            return Err(blame.error(
+                &["mcp", "servers", &name],
+                "a server's name is letters, digits, '-' and '_', without '__' (its tools are \
+                 mcp__NAME__TOOL)",
+            ));
+        }
+        let RawMcpServer {
+            command,
+            args,
+            env,
+            env_vars,
+            cwd,
+            enabled,
+            enabled_tools,
+            disabled_tools,
+            startup_timeout_seconds,
+            tool_timeout_seconds,
+        } = server;
+        let command = command
+            .filter(|c| !c.trim().is_empty())
+            .ok_or_else(|| error("command", "required for every server"))?;
+        let positive = |value: Option<u64>, field: &str, default: u64| match value {
+            Some(0) => Err(error(field, "must be greater than zero")),
+            Some(value) => Ok(value),
+            None => Ok(default),
+        };
+        let env = env.unwrap_or_default();
+        for key in env.keys() {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return Err(error("env", &format!("{key:?} is not a variable's name")));
+            }
+        }
+        let cwd = cwd.map(|dir| {
+            if let Some(rest) = dir.strip_prefix("~/") {
+                std::env::var_os("HOME").map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
+            } else {
+                root.join(dir)
+            }
+        });
+        servers.insert(
+            name.clone(),
+            McpServer {
+                command,
+                args: args.unwrap_or_default(),
+                env,
+                env_vars: dedup(env_vars.unwrap_or_default()),
+                cwd,
+                enabled: enabled.unwrap_or(true),
+                enabled_tools,
+                disabled_tools: dedup(disabled_tools.unwrap_or_default()),
+                startup_timeout_seconds: positive(
+                    startup_timeout_seconds,
+                    "startup_timeout_seconds",
+                    30,
+                )?,
+                tool_timeout_seconds: positive(tool_timeout_seconds, "tool_timeout_seconds", 120)?,
+            },
+        );
+    }
+    Ok(Mcp { servers })
+}
