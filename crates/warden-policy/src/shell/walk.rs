@@ -523,8 +523,9 @@ impl Walker {
 }
 
 /// How deep parentheses may nest before a script is unknown without being parsed: brush-parser
-/// takes time exponential in the depth of `(` after `((` (20 levels: 70 ms, 30: over a minute).
-const MAX_PARENTHESES: usize = 12;
+/// takes time exponential in the depth of `(` after `((` (20 levels: 70 ms, 30: over a minute)
+/// and in the number of nested `$((` in a here-document (each multiplies it by 4 to 6).
+const MAX_PARENTHESES: usize = 10;
 
 /// Input brush-parser is known to fail on (rather than reject), said in words: a descriptor
 /// number too large for an integer (`99999999999>x`), which panics; parentheses nested deeper
