@@ -1,0 +1,278 @@
+//! One running server: its process, the protocol session over its standard input and output,
+//! and a runtime of its own, so that callers (warden's tools are synchronous) block on it.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+
+use crate::result::CallOutcome;
+use crate::{Launch, McpError, McpTool};
+
+/// The end of a server's standard error kept for messages.
+const STDERR_TAIL: usize = 2048;
+
+/// What warden tells a server about itself, and what it hears back.
+struct Handler {
+    /// Set when the server says its tools changed; the list is read again before the next use.
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> InitializeRequestParams {
+        // No sampling, no roots, no elicitation: a server asking for them is told the method
+        // is not there (the SDK's default answers).
+        InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("warden", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tools_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
+
+/// Who the server said it is when it started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfo {
+    /// The server's name in the settings.
+    pub name: String,
+    /// What it answered to `initialize` (protocol version, capabilities, implementation).
+    pub initialize: Value,
+}
+
+/// A started, initialised server. Dropping it ends the session and kills the process.
+pub struct Server {
+    launch: Launch,
+    runtime: tokio::runtime::Runtime,
+    service: Option<RunningService<RoleClient, Handler>>,
+    child: Child,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    tools_changed: Arc<AtomicBool>,
+    info: ServerInfo,
+}
+
+impl Server {
+    /// Starts the server's program and initialises the session, within its start-up timeout.
+    pub fn start(launch: Launch) -> Result<Server, McpError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("warden-mcp")
+            .enable_all()
+            .build()
+            .map_err(McpError::Runtime)?;
+        let mut command = Command::new(&launch.command);
+        command
+            .args(&launch.args)
+            .env_clear()
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&launch.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let spawned = {
+            let _entered = runtime.enter();
+            command.spawn()
+        };
+        let mut child = spawned.map_err(|source| McpError::Spawn {
+            server: launch.name.clone(),
+            command: launch.command.clone(),
+            source,
+        })?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let tail = Arc::clone(&stderr);
+            runtime.spawn(async move {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut tail) = tail.lock() {
+                        tail.extend_from_slice(&buf[..n]);
+                        let excess = tail.len().saturating_sub(STDERR_TAIL);
+                        tail.drain(..excess);
+                    }
+                }
+            });
+        }
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(McpError::Runtime(std::io::Error::other(
+                "the server's standard input or output is missing",
+            )));
+        };
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let handler = Handler {
+            tools_changed: Arc::clone(&tools_changed),
+        };
+        let started = runtime.block_on(async {
+            tokio::time::timeout(launch.startup_timeout, handler.serve((stdout, stdin))).await
+        });
+        let tail = |stderr: &Arc<Mutex<Vec<u8>>>| stderr_note(stderr);
+        let service = match started {
+            Ok(Ok(service)) => service,
+            Ok(Err(error)) => {
+                return Err(McpError::Protocol {
+                    server: launch.name.clone(),
+                    what: "initialize".to_owned(),
+                    message: error.to_string(),
+                    stderr: tail(&stderr),
+                });
+            }
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: launch.name.clone(),
+                    what: "initialize".to_owned(),
+                    seconds: launch.startup_timeout.as_secs(),
+                    stderr: tail(&stderr),
+                });
+            }
+        };
+        let initialize = service
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&*info).ok())
+            .unwrap_or_default();
+        // A list announced as changed during start-up is read on first use anyway.
+        tools_changed.store(false, Ordering::SeqCst);
+        Ok(Server {
+            info: ServerInfo {
+                name: launch.name.clone(),
+                initialize,
+            },
+            launch,
+            runtime,
+            service: Some(service),
+            child,
+            stderr,
+            tools_changed,
+        })
+    }
+
+    /// Who the server is.
+    pub fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// Whether the server said its tools changed since they were last listed.
+    pub fn tools_changed(&self) -> bool {
+        self.tools_changed.load(Ordering::SeqCst)
+    }
+
+    /// Every tool the server has, every page of the list.
+    pub fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+        self.tools_changed.store(false, Ordering::SeqCst);
+        let peer = self.peer()?;
+        let listed = self.within("tools/list", self.launch.startup_timeout, async {
+            peer.list_all_tools().await
+        })?;
+        Ok(listed
+            .into_iter()
+            .map(|tool| {
+                let value = serde_json::to_value(&tool).unwrap_or_default();
+                McpTool {
+                    name: tool.name.to_string(),
+                    title: tool.title.clone(),
+                    description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                    input_schema: value.get("inputSchema").cloned().unwrap_or_default(),
+                    output_schema: value.get("outputSchema").cloned(),
+                    annotations: value.get("annotations").cloned(),
+                }
+            })
+            .collect())
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object), within the tool timeout; a call that
+    /// takes longer is cancelled at the server (`notifications/cancelled`).
+    pub fn call(&self, tool: &str, arguments: Value) -> Result<CallOutcome, McpError> {
+        let Value::Object(arguments) = arguments else {
+            return Err(McpError::Arguments(arguments.to_string()));
+        };
+        let peer = self.peer()?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let result = self.within("tools/call", self.launch.tool_timeout, async {
+            peer.call_tool(params).await
+        })?;
+        let value = serde_json::to_value(&result).unwrap_or_default();
+        Ok(CallOutcome::from_result(&value))
+    }
+
+    fn peer(&self) -> Result<rmcp::Peer<RoleClient>, McpError> {
+        self.service
+            .as_ref()
+            .map(|service| service.peer().clone())
+            .ok_or_else(|| McpError::Protocol {
+                server: self.launch.name.clone(),
+                what: "the session".to_owned(),
+                message: "it has ended".to_owned(),
+                stderr: String::new(),
+            })
+    }
+
+    /// Runs one request on the server's runtime, within `limit`.
+    fn within<T>(
+        &self,
+        what: &str,
+        limit: Duration,
+        request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+    ) -> Result<T, McpError> {
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, request).await })
+        {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(McpError::Protocol {
+                server: self.launch.name.clone(),
+                what: what.to_owned(),
+                message: error.to_string(),
+                stderr: stderr_note(&self.stderr),
+            }),
+            Err(_) => Err(McpError::Timeout {
+                server: self.launch.name.clone(),
+                what: what.to_owned(),
+                seconds: limit.as_secs(),
+                stderr: stderr_note(&self.stderr),
+            }),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut service) = self.service.take() {
+            let _ = self.runtime.block_on(async {
+                tokio::time::timeout(Duration::from_millis(500), service.close()).await
+            });
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+/// The end of the server's standard error, as a note to an error message.
+fn stderr_note(stderr: &Arc<Mutex<Vec<u8>>>) -> String {
+    let text = stderr
+        .lock()
+        .map(|tail| String::from_utf8_lossy(&tail).trim().to_owned())
+        .unwrap_or_default();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(" (its standard error ends: {text})")
+    }
+}

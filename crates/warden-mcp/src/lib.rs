@@ -1,0 +1,111 @@
+//! warden's MCP client: a server configured in `[mcp.servers.NAME]` is started, initialised and
+//! asked for its tools, which warden offers as `mcp__NAME__TOOL` through the same registry,
+//! policy and trace as its own. This crate speaks the protocol (with `rmcp`, the official SDK)
+//! and owns the server's process; deciding whether a call may run is the policy's.
+
+mod client;
+mod environment;
+mod result;
+
+pub use client::{Server, ServerInfo};
+pub use environment::environment;
+pub use result::{CallOutcome, text_of};
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The prefix of every MCP tool's name as warden offers it.
+pub const PREFIX: &str = "mcp__";
+
+/// `mcp__SERVER__TOOL`, the name a server's tool is offered under.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("{PREFIX}{server}__{tool}")
+}
+
+/// The server and tool a `mcp__SERVER__TOOL` name stands for.
+pub fn split_name(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// One tool as a server defines it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTool {
+    /// The name the server knows it by.
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub input_schema: serde_json::Value,
+    /// The JSON schema of its structured result, if it declares one.
+    pub output_schema: Option<serde_json::Value>,
+    /// What the server says about it (`readOnlyHint`, …): hints, never trusted by the policy.
+    pub annotations: Option<serde_json::Value>,
+}
+
+/// How to start one server.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The server's name in the settings.
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Its whole environment: nothing of warden's is inherited.
+    pub env: Vec<(String, String)>,
+    pub cwd: std::path::PathBuf,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+}
+
+impl Launch {
+    /// A server of the settings, started in `root` unless it names its own directory.
+    pub fn from_settings(
+        name: &str,
+        server: &warden_config::McpServer,
+        root: &std::path::Path,
+    ) -> Launch {
+        Launch {
+            name: name.to_owned(),
+            command: server.command.clone(),
+            args: server.args.clone(),
+            env: environment(server, |key| std::env::var(key).ok()),
+            cwd: server.cwd.clone().unwrap_or_else(|| root.to_path_buf()),
+            startup_timeout: Duration::from_secs(server.startup_timeout_seconds),
+            tool_timeout: Duration::from_secs(server.tool_timeout_seconds),
+        }
+    }
+}
+
+/// What went wrong with a server, said so that a person or a model can act on it.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server {server}: cannot start {command:?}: {source}")]
+    Spawn {
+        server: String,
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("MCP server {server} did not answer {what} within {seconds} s{stderr}")]
+    Timeout {
+        server: String,
+        what: String,
+        seconds: u64,
+        stderr: String,
+    },
+    #[error("MCP server {server}: {what} failed: {message}{stderr}")]
+    Protocol {
+        server: String,
+        what: String,
+        message: String,
+        stderr: String,
+    },
+    #[error("MCP server {server} has no tool {tool:?}")]
+    NoTool { server: String, tool: String },
+    #[error("MCP tool arguments must be a JSON object, not {0}")]
+    Arguments(String),
+    #[error("cannot run the MCP client: {0}")]
+    Runtime(std::io::Error),
+}

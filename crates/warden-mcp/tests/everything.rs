@@ -1,0 +1,152 @@
+//! Against a real server no one here wrote: npm's `@modelcontextprotocol/server-everything`,
+//! which `.ci/run` installs under `target/mcp-peers` (`WARDEN_MCP_PEERS` names another place).
+//! Without it the tests say so and pass only where `WARDEN_REQUIRE_PEERS` is unset.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use warden_mcp::{Launch, McpError, Server};
+
+/// The server's script, if installed.
+fn everything() -> Option<PathBuf> {
+    let peers = std::env::var_os("WARDEN_MCP_PEERS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+        PathBuf::from,
+    );
+    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if script.exists() {
+        return Some(script);
+    }
+    assert!(
+        std::env::var_os("WARDEN_REQUIRE_PEERS").is_none(),
+        "{} is not installed (see .ci/run)",
+        script.display()
+    );
+    eprintln!("skipped: {} is not installed", script.display());
+    None
+}
+
+fn launch(script: &std::path::Path, env: Vec<(String, String)>) -> Launch {
+    let mut env = env;
+    env.push(("PATH".to_owned(), std::env::var("PATH").unwrap()));
+    Launch {
+        name: "everything".to_owned(),
+        command: "node".to_owned(),
+        args: vec![script.display().to_string(), "stdio".to_owned()],
+        env,
+        cwd: std::env::temp_dir(),
+        startup_timeout: Duration::from_secs(30),
+        tool_timeout: Duration::from_secs(30),
+    }
+}
+
+#[test]
+fn tools_are_listed_and_called() {
+    let Some(script) = everything() else { return };
+    let server = Server::start(launch(&script, Vec::new())).unwrap();
+    let info = server.info();
+    assert_eq!(
+        info.initialize["serverInfo"]["name"], "mcp-servers/everything",
+        "{info:?}"
+    );
+    let tools = server.tools().unwrap();
+    let echo = tools.iter().find(|t| t.name == "echo").expect("echo");
+    assert_eq!(echo.input_schema["required"], json!(["message"]));
+    // The server's hints are kept as they are: what the policy makes of them is its own.
+    assert_eq!(echo.annotations.as_ref().unwrap()["readOnlyHint"], true);
+    let outcome = server
+        .call("echo", json!({"message": "over the wire"}))
+        .unwrap();
+    assert!(outcome.text.contains("over the wire"), "{outcome:?}");
+    assert!(!outcome.is_error);
+    let sum = server.call("get-sum", json!({"a": 2, "b": 40})).unwrap();
+    assert!(sum.text.contains("42"), "{sum:?}");
+    let structured = server
+        .call("get-structured-content", json!({"location": "New York"}))
+        .unwrap();
+    assert!(structured.structured.is_some(), "{structured:?}");
+    // Arguments that are not an object are refused before anything is sent.
+    assert!(matches!(
+        server.call("echo", json!(["x"])),
+        Err(McpError::Arguments(_))
+    ));
+}
+
+#[test]
+fn a_server_sees_only_the_variables_named_for_it() {
+    let Some(script) = everything() else { return };
+    // The probe: the server prints its environment. A variable set only in the test's own
+    // environment is not there; one passed by name is.
+    let secret = ("WARDEN_MCP_TEST_NAMED".to_owned(), "named-value".to_owned());
+    let server = Server::start(launch(&script, vec![secret])).unwrap();
+    let env = server.call("get-env", json!({})).unwrap().text;
+    assert!(env.contains("named-value"), "{env}");
+    assert!(!env.contains("CARGO_MANIFEST_DIR"), "{env}");
+    assert!(
+        !env.contains("RUST_TEST_THREADS") && !env.contains("CARGO_PKG_NAME"),
+        "{env}"
+    );
+}
+
+#[test]
+fn a_call_past_its_timeout_is_cancelled_and_the_session_goes_on() {
+    let Some(script) = everything() else { return };
+    let mut launch = launch(&script, Vec::new());
+    launch.tool_timeout = Duration::from_secs(1);
+    let server = Server::start(launch).unwrap();
+    let slow = server.call(
+        "trigger-long-running-operation",
+        json!({"duration": 30, "steps": 3}),
+    );
+    match slow {
+        Err(McpError::Timeout { what, seconds, .. }) => {
+            assert_eq!((what.as_str(), seconds), ("tools/call", 1));
+        }
+        other => panic!("{other:?}"),
+    }
+    let echo = server
+        .call("echo", json!({"message": "still here"}))
+        .unwrap();
+    assert!(echo.text.contains("still here"));
+}
+
+#[test]
+fn a_program_that_is_not_there_is_a_clear_error() {
+    let launch = Launch {
+        name: "ghost".to_owned(),
+        command: "/nonexistent/mcp-server".to_owned(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: std::env::temp_dir(),
+        startup_timeout: Duration::from_secs(5),
+        tool_timeout: Duration::from_secs(5),
+    };
+    let error = Server::start(launch).err().unwrap();
+    assert!(
+        error
+            .to_string()
+            .contains("cannot start \"/nonexistent/mcp-server\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_program_that_does_not_speak_mcp_fails_its_start_with_what_it_said() {
+    let launch = Launch {
+        name: "mute".to_owned(),
+        command: "sh".to_owned(),
+        args: vec![
+            "-c".to_owned(),
+            "echo 'not a server' >&2; echo garbage; sleep 30".to_owned(),
+        ],
+        env: vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned())],
+        cwd: std::env::temp_dir(),
+        startup_timeout: Duration::from_secs(2),
+        tool_timeout: Duration::from_secs(2),
+    };
+    let error = Server::start(launch).err().unwrap().to_string();
+    assert!(error.contains("mute"), "{error}");
+    assert!(error.contains("not a server"), "{error}");
+}
