@@ -275,6 +275,36 @@ impl Rule {
             _ => false,
         }
     }
+
+    /// Whether this rule covers a call of the custom or MCP tool `name` with arguments `target`
+    /// (their JSON text): a rule naming the tool (`mcp__gh__search`, with an optional pattern of
+    /// the arguments), a server's tools as Claude Code writes them (`mcp__gh`), or
+    /// `Mcp(SERVER)` and `Mcp(SERVER:TOOL)`, either part with `*` wildcards.
+    pub fn covers_tool(&self, name: &str, target: &str) -> bool {
+        let RuleTool::Other(ruled) = &self.tool else {
+            return false;
+        };
+        if ruled == name {
+            return self.matches_text(target);
+        }
+        let Some((server, tool)) = name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        else {
+            return false;
+        };
+        if ruled == "Mcp" {
+            return match &self.spec {
+                Spec::Any => true,
+                Spec::Text(pattern) if pattern.contains(':') => {
+                    wildcard(pattern, &format!("{server}:{tool}"))
+                }
+                Spec::Text(pattern) => wildcard(pattern, server),
+                _ => false,
+            };
+        }
+        ruled.strip_prefix("mcp__") == Some(server) && self.matches_text(target)
+    }
 }
 
 /// `npm test:*` (an older spelling) means `npm test *`; runs of spaces are one space.

@@ -173,7 +173,16 @@ impl Engine {
             Action::Tool { name, .. } if name == "Skill" => None,
             Action::Tool { name, target } => {
                 let other = RuleTool::Other(name.clone());
-                (!n.allows(&[other], &|r| r.matches_text(target)))
+                let mcp = RuleTool::Other("Mcp".to_owned());
+                let server = name
+                    .strip_prefix("mcp__")
+                    .and_then(|rest| rest.split_once("__"))
+                    .map(|(server, _)| RuleTool::Other(format!("mcp__{server}")));
+                let kinds: Vec<RuleTool> = [Some(other), Some(mcp), server]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                (!n.allows(&kinds, &|r| r.covers_tool(name, target)))
                     .then(|| format!("the tool {name} is not among its tools ({})", n.listed()))
             }
         }

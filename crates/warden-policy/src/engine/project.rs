@@ -86,9 +86,9 @@ impl Engine {
                 } else {
                     RuleTool::Other(name.clone())
                 };
-                self.project_asks
-                    .iter()
-                    .find(|r| r.tool == tool && r.matches_text(target))
+                self.project_asks.iter().find(|r| {
+                    (r.tool == tool && r.matches_text(target)) || r.covers_tool(name, target)
+                })
             }
         }
     }

@@ -212,10 +212,11 @@ impl Engine {
             .rules
             .iter()
             .filter(|r| {
-                matches!(&r.tool, RuleTool::Other(n) if n == name)
-                    || (r.tool == RuleTool::Skill && name.eq_ignore_ascii_case("skill"))
+                r.covers_tool(name, target)
+                    || (r.tool == RuleTool::Skill
+                        && name.eq_ignore_ascii_case("skill")
+                        && r.matches_text(target))
             })
-            .filter(|r| r.matches_text(target))
             .max_by_key(|r| r.kind);
         if let Some(rule) = rule {
             return rule_part(rule, target, RiskLevel::L3, trail);
@@ -230,12 +231,17 @@ impl Engine {
                 outcome_word(outcome)
             )
         });
-        Part::new(
-            outcome,
-            RiskLevel::L3,
-            format!("{name} is a tool the policy does not know"),
-            PolicyLayer::Mode,
-        )
+        let reason = match name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        {
+            Some((server, _)) => format!(
+                "{name} is a tool of the MCP server {server}: what a server says of its tools is \
+                 not trusted, so a call runs only when a rule allows it (Mcp({server}), {name})"
+            ),
+            None => format!("{name} is a tool the policy does not know"),
+        };
+        Part::new(outcome, RiskLevel::L3, reason, PolicyLayer::Mode)
     }
 }
 
