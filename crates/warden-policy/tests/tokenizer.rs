@@ -253,7 +253,9 @@ fn parentheses_nested_past_the_grammar_s_reach_are_unknown_at_once() {
     let deep = format!("x;(({}", "(".repeat(40));
     // The same in a here-document's arithmetic: each `$((` multiplies the time by 4 to 6.
     let here = format!("cat <<EOF\n{}\nEOF", "$((//s".repeat(12));
-    for deep in [deep, here] {
+    // `$[` (old arithmetic) nests as deep in the grammar's eyes.
+    let legacy = format!("cat <<EOF\n{}\nEOF", "$[x$(y".repeat(8));
+    for deep in [deep, here, legacy] {
         let analysis = analyze(&deep);
         assert!(analysis.is_unknown(), "{analysis:?}");
         assert!(analysis.unknown[0].contains("nested"), "{analysis:?}");

@@ -2,6 +2,7 @@
 
 use std::io::Cursor;
 use std::panic::AssertUnwindSafe;
+use std::time::Duration;
 
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -19,20 +20,42 @@ use super::{Analysis, Arg, SimpleCommand};
 /// How deep `bash -c`, `eval` and substitutions may nest before the rest is called unknown.
 const MAX_DEPTH: usize = 8;
 
+/// How long brush-parser may take over one command string before the command is unknown. Its
+/// grammar is exponential on some nestings (the fuzz target keeps finding new ones); what is
+/// known is refused before parsing ([`beyond_the_grammar`]), and this bounds the rest.
+const GRAMMAR_BUDGET: Duration = Duration::from_secs(2);
+
 /// Analyses a command string. Never fails: what cannot be analysed is recorded as unknown.
 ///
 /// The common subset of shell is read by a hand-written tokenizer; everything else, and anything
-/// it is not sure of, by brush-parser's grammar. The two give equal analyses (see
-/// [`analyze_by_grammar`]).
+/// it is not sure of, by brush-parser's grammar, on a thread of its own within
+/// [`GRAMMAR_BUDGET`]. The two give equal analyses (see [`analyze_by_grammar`]).
 pub fn analyze(command: &str) -> Analysis {
-    walk(command, true)
+    walk(command, Readers::ShortcutOnly).unwrap_or_else(|| by_grammar(command, Readers::Both))
+}
+
+/// A walk that needs the grammar: on a worker within [`GRAMMAR_BUDGET`] when the string holds
+/// what the grammar has been slow on (arithmetic, here-documents, deep nesting, length), else
+/// here, where handing it to a thread would cost more than the walk.
+fn by_grammar(command: &str, readers: Readers) -> Analysis {
+    let bytes = command.as_bytes();
+    let risky = bytes.len() > 512
+        || bytes
+            .windows(2)
+            .any(|pair| matches!(pair, b"<<" | b"((" | b"$[" | b"[["))
+        || nesting(command) >= 4;
+    if risky {
+        within_budget(command, readers, GRAMMAR_BUDGET)
+    } else {
+        walk(command, readers).unwrap_or_default()
+    }
 }
 
 /// The analysis with every script read by brush-parser's grammar, the tokenizer of the common
 /// subset not used: what [`analyze`] must equal, for tests and the differential fuzz target.
 #[doc(hidden)]
 pub fn analyze_by_grammar(command: &str) -> Analysis {
-    walk(command, false)
+    by_grammar(command, Readers::GrammarOnly)
 }
 
 /// Whether the tokenizer of the common subset reads this command string (rather than the
@@ -42,26 +65,117 @@ pub fn in_common_subset(command: &str) -> bool {
     fast::parse(command).is_some()
 }
 
-fn walk(command: &str, shortcut: bool) -> Analysis {
+/// Which readers a walk may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readers {
+    /// The tokenizer of the common subset only: the walk gives up where the grammar is needed.
+    ShortcutOnly,
+    /// The tokenizer where it can, the grammar for the rest.
+    Both,
+    /// The grammar only.
+    GrammarOnly,
+}
+
+/// A walk that may use the grammar, on a thread of its own: past `budget` the command is
+/// unknown (the thread is left to finish on its own, and not used again).
+fn within_budget(command: &str, readers: Readers, budget: Duration) -> Analysis {
+    let late = || Analysis {
+        unknown: vec![format!(
+            "the shell grammar did not finish reading {command:?} within {} ms",
+            budget.as_millis()
+        )],
+        ..Analysis::default()
+    };
+    let Some(worker) = Worker::take() else {
+        return walk(command, readers).unwrap_or_default();
+    };
+    if worker.jobs.send((command.to_owned(), readers)).is_err() {
+        return walk(command, readers).unwrap_or_default();
+    }
+    match worker.results.recv_timeout(budget) {
+        Ok(Some(analysis)) => {
+            worker.put_back();
+            analysis
+        }
+        Ok(None) => {
+            worker.put_back();
+            late()
+        }
+        Err(_) => late(),
+    }
+}
+
+/// A thread that walks command strings with the grammar, kept between calls (starting a thread
+/// costs more than most walks).
+struct Worker {
+    jobs: std::sync::mpsc::Sender<(String, Readers)>,
+    results: std::sync::mpsc::Receiver<Option<Analysis>>,
+}
+
+/// Idle workers; a caller takes one, so calls from several threads run side by side.
+static IDLE: std::sync::Mutex<Vec<Worker>> = std::sync::Mutex::new(Vec::new());
+
+/// How many idle workers are kept.
+const MOST_IDLE: usize = 4;
+
+impl Worker {
+    /// An idle worker, or a new one; `None` if no thread can be started.
+    fn take() -> Option<Worker> {
+        if let Some(worker) = IDLE.lock().ok().and_then(|mut idle| idle.pop()) {
+            return Some(worker);
+        }
+        let (jobs, inbox) = std::sync::mpsc::channel::<(String, Readers)>();
+        let (outbox, results) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("warden-shell".to_owned())
+            .spawn(move || {
+                for (command, readers) in inbox {
+                    if outbox.send(walk(&command, readers)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Worker { jobs, results })
+    }
+
+    /// Back among the idle ones, if there is room.
+    fn put_back(self) {
+        if let Ok(mut idle) = IDLE.lock()
+            && idle.len() < MOST_IDLE
+        {
+            idle.push(self);
+        }
+    }
+}
+
+/// Walks `command`; `None` when it needs the grammar and `readers` does not allow it.
+fn walk(command: &str, readers: Readers) -> Option<Analysis> {
     let mut walker = Walker {
         options: ParserOptions::default(),
         out: Analysis::default(),
         depth: 0,
-        shortcut,
+        readers,
+        needs_grammar: false,
         feed: None,
     };
     walker.script(command, &[]);
+    if walker.needs_grammar {
+        return None;
+    }
     let out = &mut walker.out;
     out.compound |= out.commands.len() > 1;
-    walker.out
+    Some(walker.out)
 }
 
 struct Walker {
     options: ParserOptions,
     out: Analysis,
     depth: usize,
-    /// Whether scripts in the common subset are read by the hand-written tokenizer.
-    shortcut: bool,
+    /// Which readers scripts may be read by.
+    readers: Readers,
+    /// Set when a script needed the grammar and `readers` did not allow it.
+    needs_grammar: bool,
     /// While an element of a pipeline is walked: the paths the element before it prints, when
     /// a lister prints them, and the depth at which they reach an `xargs`.
     feed: Option<(usize, Vec<String>)>,
@@ -80,10 +194,17 @@ impl Walker {
             self.out.unknown.push(reason);
             return;
         }
-        if let Some(script) = self.shortcut.then(|| fast::parse(source)).flatten() {
+        let shortcut = (self.readers != Readers::GrammarOnly)
+            .then(|| fast::parse(source))
+            .flatten();
+        if let Some(script) = shortcut {
             self.depth += 1;
             self.common(script, via);
             self.depth -= 1;
+            return;
+        }
+        if self.readers == Readers::ShortcutOnly {
+            self.needs_grammar = true;
             return;
         }
         // The grammar is another crate's code: should it panic on some input, the command is
@@ -539,25 +660,47 @@ fn beyond_the_grammar(source: &str) -> Option<String> {
             "a here-document delimiter the shell grammar cannot read in {source:?}"
         ));
     }
-    let (mut digits, mut depth, mut deepest) = (0, 0usize, 0);
+    let mut digits = 0;
     for &b in source.as_bytes() {
-        match b {
-            b'(' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' => depth = depth.saturating_sub(1),
-            b'<' | b'>' if digits > 9 => {
-                return Some(format!(
-                    "a file descriptor number too large for the shell in {source:?}"
-                ));
-            }
-            _ => {}
+        if matches!(b, b'<' | b'>') && digits > 9 {
+            return Some(format!(
+                "a file descriptor number too large for the shell in {source:?}"
+            ));
         }
         digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
     }
+    let deepest = nesting(source);
     (deepest > MAX_PARENTHESES)
         .then(|| format!("parentheses nested more than {MAX_PARENTHESES} deep in {source:?}"))
+}
+
+/// How deep `(`, `$[` (old arithmetic) and `${` nest, as the grammar sees them: a closer closes
+/// only its own kind. Quotes are not looked at.
+fn nesting(source: &str) -> usize {
+    let mut open: Vec<u8> = Vec::new();
+    let mut deepest = 0;
+    let bytes = source.as_bytes();
+    for (at, &b) in bytes.iter().enumerate() {
+        let after_dollar = at > 0 && bytes[at - 1] == b'$';
+        match b {
+            b'(' | b'[' | b'{' if b == b'(' || after_dollar => {
+                open.push(b);
+                deepest = deepest.max(open.len());
+            }
+            b')' | b']' | b'}' => {
+                let opener = match b {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if open.last() == Some(&opener) {
+                    open.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// `<<` (not `<<<`), an optional `-` and blanks, then `\r`, `\x0b` or `\x0c`.
@@ -583,4 +726,24 @@ fn push_write(cmd: &mut SimpleCommand, path: String) {
     }
     cmd.redirected.push(path.clone());
     cmd.writes.push(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grammar_past_its_budget_makes_the_command_unknown() {
+        // About a millisecond of the grammar's exponential arithmetic, under every cap.
+        let slow = format!("cat <<EOF\n{}\nEOF", "$[x$(y".repeat(5));
+        assert!(beyond_the_grammar(&slow).is_none());
+        let read = within_budget(&slow, Readers::Both, GRAMMAR_BUDGET);
+        assert!(
+            !read.unknown.iter().any(|u| u.contains("did not finish")),
+            "{read:?}"
+        );
+        let late = within_budget(&slow, Readers::Both, Duration::ZERO);
+        assert!(late.unknown[0].contains("did not finish"), "{late:?}");
+        assert!(late.is_unknown());
+    }
 }
