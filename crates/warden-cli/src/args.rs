@@ -80,6 +80,50 @@ pub enum Command {
     Trust(TrustArgs),
     /// Stop trusting a project. Exit 0 when it was trusted, 1 when it was not.
     Untrust(UntrustArgs),
+    /// The MCP servers of the settings: list them, their tools, or call one through the policy.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The servers in the settings and how each is started.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server and list its tools as warden offers them (`mcp__SERVER__TOOL`).
+    Tools {
+        /// The server's name in the settings.
+        server: String,
+        /// Print each tool's definition as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool of a server through the policy and the trace, as `warden tool` does.
+    Call(McpCallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpCallArgs {
+    /// The server's name in the settings.
+    pub server: String,
+    /// The tool's name as the server knows it.
+    pub tool: String,
+    /// The arguments as a JSON object; "-" reads them from standard input.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Record the event in this session instead of a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Do not record the event in the trace.
+    #[arg(long)]
+    pub no_trace: bool,
+    /// What to answer when the policy asks for approval: deny (default) or allow. Never
+    /// overrides a deny.
+    #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
+    pub on_ask: String,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod identity;
 mod limits;
 mod manifest;
 mod manifest_run;
+mod mcp;
 mod network;
 mod policy;
 mod sandbox;

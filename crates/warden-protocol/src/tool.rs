@@ -60,6 +60,12 @@ pub enum ToolErrorKind {
     /// The text to replace was found more than once.
     MultipleMatches,
     Io,
+    /// The tool ran and said it failed (an MCP server's `isError`).
+    Failed,
+    /// The call took longer than its limit and was cancelled.
+    Timeout,
+    /// What runs the tool (an MCP server) could not be started or stopped answering.
+    Unavailable,
 }
 
 /// A structured tool failure: returned to the model as data, never a crash.

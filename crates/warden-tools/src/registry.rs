@@ -51,6 +51,21 @@ trait ErasedTool: Send + Sync {
     fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;
 }
 
+/// A tool known only when warden runs (an MCP server's): its spec comes with it, and its
+/// arguments are checked against that schema like any tool's.
+pub trait DynamicTool: Send + Sync {
+    /// Runs the tool on arguments its schema accepted.
+    fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;
+}
+
+struct Dynamic(Box<dyn DynamicTool>);
+
+impl ErasedTool for Dynamic {
+    fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+        self.0.call(ctx, args)
+    }
+}
+
 struct Typed<T>(T);
 
 impl<T: Tool> ErasedTool for Typed<T> {
@@ -69,6 +84,9 @@ impl<T: Tool> ErasedTool for Typed<T> {
 
 struct Entry {
     spec: ToolSpec,
+    /// The schema as given, its `$schema` naming its draft, for a tool whose schema was not
+    /// derived here; `None` for the built-ins (2020-12, `spec.parameters`).
+    given: Option<Value>,
     /// Compiled on first use: a one-shot process runs one tool and should not pay for all.
     validator: OnceLock<jsonschema::Validator>,
     tool: Box<dyn ErasedTool>,
@@ -79,7 +97,11 @@ impl Entry {
         if let Some(validator) = self.validator.get() {
             return Ok(validator);
         }
-        let compiled = compile(&self.spec.parameters).map_err(|message| {
+        let compiled = match &self.given {
+            Some(schema) => jsonschema::validator_for(schema).map_err(|err| err.to_string()),
+            None => compile(&self.spec.parameters),
+        }
+        .map_err(|message| {
             ToolError::new(
                 ToolErrorKind::InvalidArguments,
                 format!(
@@ -144,8 +166,46 @@ impl Registry {
             T::NAME.to_owned(),
             Entry {
                 spec,
+                given: None,
                 validator: OnceLock::new(),
                 tool: Box::new(Typed(tool)),
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a tool known only at run time: `schema` validates its arguments (its `$schema`, if
+    /// any, names the draft), and the model sees it without `$schema`. A schema that does not
+    /// compile makes every call of the tool fail, never pass unchecked.
+    pub fn register_dynamic(
+        &mut self,
+        name: &str,
+        description: String,
+        schema: Value,
+        tool: Box<dyn DynamicTool>,
+    ) -> Result<(), RegistryError> {
+        let parsed: ToolName = name.parse()?;
+        if self.entries.contains_key(name) {
+            return Err(RegistryError::Duplicate {
+                name: name.to_owned(),
+            });
+        }
+        let mut parameters = schema.clone();
+        if let Some(object) = parameters.as_object_mut() {
+            object.remove("$schema");
+        }
+        self.entries.insert(
+            name.to_owned(),
+            Entry {
+                spec: ToolSpec {
+                    name: parsed,
+                    description,
+                    parameters,
+                    read_only: false,
+                },
+                given: Some(schema),
+                validator: OnceLock::new(),
+                tool: Box::new(Dynamic(tool)),
             },
         );
         Ok(())

@@ -5,6 +5,7 @@ mod context;
 mod exec;
 mod manifest;
 mod manifest_run;
+mod mcp;
 mod policy;
 mod repl;
 mod run;
@@ -34,7 +35,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
     ALLOW_HOME_WORKSPACE.store(allow_home_workspace, Ordering::Relaxed);
     match command {
         Command::Tool(args) => tool::run(dir, &args),
-        Command::Tools(args) => tool::list(&args),
+        Command::Tools(args) => tool::list(dir, &args),
+        Command::Mcp(command) => mcp::run(dir, command),
         Command::Trace(command) => trace::run(&command),
         Command::Config(command) => config::run(dir, &command),
         Command::Policy(command) => policy::run(dir, command),

@@ -15,8 +15,15 @@ use crate::{CliError, Exit};
 /// The names `policy check` and `explain` take: their own short ones, and every tool a model
 /// is offered (built-in, and `Skill`). A name of none of them is a usage error naming them all:
 /// a decision about a tool that does not exist would only mislead.
-fn known_tool(name: &str) -> Result<(), CliError> {
+fn known_tool(name: &str, settings: &warden_config::Settings) -> Result<(), CliError> {
     const SHORT: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "fetch"];
+    // A tool of a configured MCP server: which tools a server has is its own to say, and
+    // starting it to ask would run it; its name is enough to decide on.
+    if let Some((server, _)) = warden_mcp::split_name(name)
+        && settings.mcp.servers.contains_key(server)
+    {
+        return Ok(());
+    }
     let registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
     let mut known: Vec<String> = SHORT.iter().map(|s| (*s).to_owned()).collect();
     for other in registry
@@ -31,6 +38,13 @@ fn known_tool(name: &str) -> Result<(), CliError> {
     if known.iter().any(|k| k == name) {
         return Ok(());
     }
+    known.extend(
+        settings
+            .mcp
+            .servers
+            .keys()
+            .map(|server| warden_mcp::tool_name(server, "TOOL")),
+    );
     Err(CliError::usage(anyhow!(
         "unknown tool {name:?}; known tools: {}",
         known.join(", ")
@@ -42,7 +56,6 @@ pub(super) fn run(dir: Option<PathBuf>, command: PolicyCommand) -> Result<Exit, 
         PolicyCommand::Check(args) => (args, false),
         PolicyCommand::Explain(args) => (args, true),
     };
-    known_tool(&args.tool)?;
     let engine = engine(dir, &args)?;
     let action = Action::from_cli(&args.tool, &args.target);
     let verdict = if explain {
@@ -122,6 +135,7 @@ fn engine(dir: Option<PathBuf>, args: &PolicyArgs) -> Result<Engine, CliError> {
         return Err(CliError::usage(anyhow!("TOOL is empty")));
     }
     let mut settings = load_settings_with(dir, cli)?;
+    known_tool(&args.tool, &settings)?;
     // Errors in a rule name the file that holds it, --settings files included.
     for file in &args.settings {
         let path = file.canonicalize().unwrap_or_else(|_| file.clone());

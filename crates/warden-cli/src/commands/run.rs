@@ -298,7 +298,19 @@ fn start(
         resumed: state.turns > 0,
     });
     let terminal = Terminal;
+    // The MCP servers of the settings run for the session: their tools join the built-ins.
+    let mut registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
+    let mcp = warden_tools::McpServers::start(&settings, &mut registry);
+    for problem in &mcp.problems {
+        eprintln!("warden: {problem}");
+        let _ = store.record_agent_event(
+            &session,
+            "mcp_problem",
+            &serde_json::json!({ "problem": problem }),
+        );
+    }
     let mut agent = Agent::builder(&settings, &client, &store, session)
+        .registry(registry)
         .tool_context(ctx)
         .engine(engine)
         .on_ask(on_ask)
@@ -316,6 +328,7 @@ fn start(
     let exit = drive(&runtime, &mut agent, &mut state, mode, args.json, &last);
     let ctx = agent.tool_context();
     drop(agent);
+    drop(mcp);
     // Background commands end with the session.
     ctx.jobs.stop_all();
     runtime.shutdown_background();

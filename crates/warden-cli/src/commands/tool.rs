@@ -16,7 +16,12 @@ use crate::{CliError, Exit};
 pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliError> {
     let arguments = parse_arguments(&args.args)?;
     let settings = load_settings(dir)?;
-    let registry = Registry::builtin().map_err(CliError::failure)?;
+    let mut registry = Registry::builtin().map_err(CliError::failure)?;
+    // An MCP tool: its server alone is started, and ends with this command.
+    let _servers = match warden_mcp::split_name(&args.name) {
+        Some((server, _)) => Some(super::mcp::start_one(&settings, &mut registry, server)?),
+        None => None,
+    };
     if registry.spec(&args.name).is_none() {
         let known: Vec<String> = registry.specs().map(|s| s.name.to_string()).collect();
         return Err(CliError::usage(anyhow!(
@@ -84,8 +89,14 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
     }
 }
 
-pub(super) fn list(args: &ToolsArgs) -> Result<Exit, CliError> {
-    let registry = Registry::builtin().map_err(CliError::failure)?;
+pub(super) fn list(dir: Option<PathBuf>, args: &ToolsArgs) -> Result<Exit, CliError> {
+    let mut registry = Registry::builtin().map_err(CliError::failure)?;
+    // The MCP servers of the settings are started to ask for their tools, and stopped.
+    let settings = load_settings(dir)?;
+    let servers = warden_tools::McpServers::start(&settings, &mut registry);
+    for problem in &servers.problems {
+        eprintln!("warden: {problem}");
+    }
     if args.json {
         let specs: Vec<_> = registry.specs().collect();
         print_json(&specs)?;

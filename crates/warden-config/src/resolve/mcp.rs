@@ -55,7 +55,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
         }
         let cwd = cwd.map(|dir| {
             if let Some(rest) = dir.strip_prefix("~/") {
-                std::env::var_os("HOME").map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
+                std::env::var_os("HOME")
+                    .map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
             } else {
                 root.join(dir)
             }

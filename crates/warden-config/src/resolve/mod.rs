@@ -1,9 +1,9 @@
 //! From merged [`RawSettings`] to complete [`Settings`]: defaults filled in, every raw field
 //! destructured (so a new field does not compile until it is handled here), then validated.
 
+mod mcp;
 #[cfg(test)]
 mod tests;
-mod mcp;
 mod validate;
 
 pub(crate) use validate::Origin;

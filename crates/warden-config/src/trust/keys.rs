@@ -2,9 +2,9 @@
 //! gate, the reports and the reference docs all read.
 
 use crate::raw::{
-    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
-    RawMcp, RawPermissions, RawReadTool, RawSandbox, RawSandboxEnv, RawSandboxFilesystem, RawSandboxLimits,
-    RawSandboxNetwork, RawSettings, RawSkills, RawTools, RawWriteTool,
+    RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawMcp,
+    RawModel, RawPermissions, RawReadTool, RawSandbox, RawSandboxEnv, RawSandboxFilesystem,
+    RawSandboxLimits, RawSandboxNetwork, RawSettings, RawSkills, RawTools, RawWriteTool,
 };
 use crate::settings::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Mcp, Model, Permissions,

@@ -1,0 +1,181 @@
+//! MCP servers through the CLI: listed, their tools offered as `mcp__SERVER__TOOL`, asked about
+//! by default and run when a rule allows them, recorded in the trace; a project's servers only
+//! once it is trusted. The server is npm's `@modelcontextprotocol/server-everything`, which
+//! `.ci/run` installs under `target/mcp-peers`.
+
+use std::path::PathBuf;
+
+use crate::support::Project;
+
+/// The server's script, if installed (required where `WARDEN_REQUIRE_PEERS` is set).
+fn everything() -> Option<PathBuf> {
+    let peers = std::env::var_os("WARDEN_MCP_PEERS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
+        PathBuf::from,
+    );
+    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if script.exists() {
+        return Some(script.canonicalize().unwrap());
+    }
+    assert!(
+        std::env::var_os("WARDEN_REQUIRE_PEERS").is_none(),
+        "{} is not installed (see .ci/run)",
+        script.display()
+    );
+    eprintln!("skipped: {} is not installed", script.display());
+    None
+}
+
+/// The user's settings with the server, and `extra` after it.
+fn with_server(p: &Project, script: &std::path::Path, extra: &str) {
+    let dir = p.tmp().join("home/.config/warden");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.toml"),
+        format!(
+            "{extra}\n[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_tool_of_a_server_is_asked_about_until_a_rule_allows_it_and_is_traced() {
+    let Some(script) = everything() else { return };
+    let p = Project::new();
+    with_server(&p, &script, "");
+    let listed = p.run(&["mcp", "list"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("everything"), "{}", listed.stdout);
+    let tools = p.run(&["mcp", "tools", "everything"]);
+    assert!(
+        tools.stdout.contains("mcp__everything__echo"),
+        "{}",
+        tools.stdout
+    );
+    // The server says echo only reads (readOnlyHint): that is not taken on its word.
+    let asked = p.run(&[
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--args",
+        r#"{"message":"hi"}"#,
+    ]);
+    assert_eq!(asked.code, 1, "{}", asked.stdout);
+    assert_eq!(asked.json()["error"]["kind"], "needs_approval");
+    assert!(asked.stdout.contains("Mcp(everything)"), "{}", asked.stdout);
+    // A rule naming the tool lets it run; the result names the server.
+    with_server(
+        &p,
+        &script,
+        "[permissions]\nallow = [\"Mcp(everything:echo)\"]\n",
+    );
+    let allowed = p.run(&[
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--args",
+        r#"{"message":"hi"}"#,
+    ]);
+    assert_eq!(allowed.code, 0, "{}{}", allowed.stdout, allowed.stderr);
+    let out = allowed.json();
+    assert_eq!(out["content"], "Echo: hi");
+    assert_eq!(out["server"], "everything");
+    // Arguments are checked against the server's schema before anything is sent.
+    let bad = p.run(&[
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--args",
+        r#"{"msg":1}"#,
+    ]);
+    assert_eq!(bad.json()["error"]["kind"], "invalid_arguments");
+    // Both calls are in the trace, with the tool's full name and the decision.
+    let sessions = p.run(&["trace", "list", "--json"]);
+    let sessions: Vec<serde_json::Value> = serde_json::from_str(&sessions.stdout).unwrap();
+    let mut tools_seen = Vec::new();
+    for session in sessions {
+        let id = session["sessionId"]
+            .as_str()
+            .or(session["id"].as_str())
+            .unwrap();
+        let shown = p.run(&["trace", "show", id, "--json"]);
+        let events: Vec<serde_json::Value> = serde_json::from_str(&shown.stdout).unwrap();
+        for event in events {
+            if let Some(tool) = event["tool"].as_str() {
+                tools_seen.push((tool.to_owned(), event["decision"]["decision"].clone()));
+            }
+        }
+    }
+    assert!(
+        tools_seen
+            .iter()
+            .any(|(t, d)| t == "mcp__everything__echo" && d == "allow"),
+        "{tools_seen:?}"
+    );
+    assert!(
+        tools_seen
+            .iter()
+            .any(|(t, d)| t == "mcp__everything__echo" && d == "require_approval"),
+        "{tools_seen:?}"
+    );
+}
+
+#[test]
+fn the_policy_knows_the_tools_of_configured_servers_only() {
+    let p = Project::new();
+    let dir = p.tmp().join("home/.config/warden");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.toml"),
+        "[mcp.servers.gh]\ncommand = \"gh-mcp\"\n",
+    )
+    .unwrap();
+    let known = p.run(&["policy", "check", "mcp__gh__search", "{}"]);
+    assert_eq!(known.code, 0, "{}", known.stderr);
+    assert!(
+        known.stdout.starts_with("require_approval"),
+        "{}",
+        known.stdout
+    );
+    let unknown = p.run(&["policy", "check", "mcp__other__search", "{}"]);
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("mcp__gh__TOOL"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn a_project_s_server_does_not_start_until_the_project_is_trusted() {
+    let p = Project::new();
+    // The probe: a "server" that leaves a mark when started.
+    let mark = p.tmp().join("started");
+    p.write(
+        ".warden/settings.toml",
+        &format!(
+            "[mcp.servers.helper]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
+            mark.display()
+        ),
+    );
+    let untrusted = p.run(&["tools"]);
+    assert_eq!(untrusted.code, 0, "{}", untrusted.stderr);
+    assert!(!mark.exists(), "an untrusted project's server was started");
+    assert!(
+        untrusted.stderr.contains("mcp.servers"),
+        "{}",
+        untrusted.stderr
+    );
+    let listed = p.run(&["mcp", "list"]);
+    assert!(!listed.stdout.contains("helper"), "{}", listed.stdout);
+    // Once trusted, it is the user's choice: it starts (and fails: it speaks no MCP).
+    p.trust();
+    let trusted = p.run(&["tools"]);
+    assert!(mark.exists(), "{}", trusted.stderr);
+    assert!(trusted.stderr.contains("helper"), "{}", trusted.stderr);
+}
