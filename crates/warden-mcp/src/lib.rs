@@ -9,7 +9,7 @@ mod result;
 
 pub use client::{Server, ServerInfo};
 pub use environment::environment;
-pub use result::{CallOutcome, text_of};
+pub use result::{CallOutcome, MAX_TEXT, text_of};
 
 use std::time::Duration;
 

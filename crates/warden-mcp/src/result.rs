@@ -1,6 +1,8 @@
 //! A tool call's result as warden hands it on: the text of its content, its structured content,
 //! and whether the server called it an error.
 
+use std::fmt::Write as _;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,6 +21,10 @@ pub struct CallOutcome {
     pub blocks: usize,
 }
 
+/// The most text of one result kept; past it the rest is dropped and said to be. (The agent
+/// caps what the model sees again, by its own budget.)
+pub const MAX_TEXT: usize = 1 << 20;
+
 impl CallOutcome {
     /// Reads a `CallToolResult` as JSON.
     pub fn from_result(result: &Value) -> CallOutcome {
@@ -26,8 +32,18 @@ impl CallOutcome {
             .get("content")
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice);
+        let mut text = text_of(blocks);
+        if text.len() > MAX_TEXT {
+            let mut end = MAX_TEXT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let dropped = text.len() - end;
+            text.truncate(end);
+            let _ = write!(text, "\n[{dropped} more bytes of the result not kept]");
+        }
         CallOutcome {
-            text: text_of(blocks),
+            text,
             structured: result.get("structuredContent").cloned(),
             is_error: result
                 .get("isError")

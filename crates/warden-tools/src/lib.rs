@@ -16,6 +16,7 @@ mod grep;
 mod html;
 mod jobs;
 mod mcp;
+mod mcp_pins;
 pub mod normalise;
 mod outline;
 mod patch;

@@ -3,7 +3,8 @@
 //! same policy and trace, their results the text of the content with the structured content
 //! and the server named.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warden_config::Settings;
@@ -11,12 +12,41 @@ use warden_mcp::{Launch, McpError, Server};
 use warden_protocol::{ToolError, ToolErrorKind};
 
 use crate::ToolContext;
+use crate::mcp_pins::{Pins, definition};
 use crate::registry::{DynamicTool, Registry};
+
+/// One running server and its tools' definitions as last listed.
+struct Running {
+    server: Server,
+    /// Tool → definition: read again when the server says its list changed.
+    current: Mutex<BTreeMap<String, Value>>,
+}
+
+impl Running {
+    /// The definition of `tool` as the server has it now (listing again after `list_changed`);
+    /// `None` when the server no longer has it.
+    fn definition(&self, tool: &str) -> Option<Value> {
+        let mut current = self.current.lock().ok()?;
+        if self.server.tools_changed() {
+            match self.server.tools() {
+                Ok(tools) => {
+                    *current = tools
+                        .iter()
+                        .map(|t| (t.name.clone(), definition(t)))
+                        .collect();
+                }
+                // Not known now: held, below.
+                Err(_) => current.clear(),
+            }
+        }
+        current.get(tool).cloned()
+    }
+}
 
 /// The servers started for a session; dropping it ends them.
 #[derive(Default)]
 pub struct McpServers {
-    servers: Vec<Arc<Server>>,
+    servers: Vec<Arc<Running>>,
     /// What could not be started or listed, one line each, for the person and the trace.
     pub problems: Vec<String>,
 }
@@ -37,26 +67,41 @@ impl McpServers {
         only: Option<&str>,
     ) -> McpServers {
         let mut out = McpServers::default();
+        let pins = Arc::new(Pins::new(settings.dirs.data_dir.as_deref()));
         for (name, server) in &settings.mcp.servers {
             if !server.enabled || only.is_some_and(|only| only != name) {
                 continue;
             }
             let launch = Launch::from_settings(name, server, &settings.project_root);
             let started = match Server::start(launch) {
-                Ok(started) => Arc::new(started),
+                Ok(started) => started,
                 Err(error) => {
                     out.problems.push(error.to_string());
                     continue;
                 }
             };
-            match started.tools() {
+            let listed = started.tools();
+            let started = Arc::new(Running {
+                current: Mutex::new(
+                    listed
+                        .iter()
+                        .flatten()
+                        .map(|t| (t.name.clone(), definition(t)))
+                        .collect(),
+                ),
+                server: started,
+            });
+            match listed {
                 Ok(tools) => {
                     for tool in tools.into_iter().filter(|t| server.offers(&t.name)) {
                         let offered = warden_mcp::tool_name(name, &tool.name);
                         let description = describe(name, &tool);
                         let call = Box::new(McpCall {
-                            server: Arc::clone(&started),
+                            running: Arc::clone(&started),
+                            server: name.clone(),
                             tool: tool.name.clone(),
+                            offered: definition(&tool),
+                            pins: Arc::clone(&pins),
                         });
                         if let Err(error) = registry.register_dynamic(
                             &offered,
@@ -102,13 +147,42 @@ fn describe(server: &str, tool: &warden_mcp::McpTool) -> String {
 
 /// One tool of one server.
 struct McpCall {
-    server: Arc<Server>,
+    running: Arc<Running>,
+    /// The server's name in the settings.
+    server: String,
     tool: String,
+    /// Its definition as offered to the model at the start.
+    offered: Value,
+    pins: Arc<Pins>,
 }
 
 impl DynamicTool for McpCall {
+    fn held(&self) -> Option<String> {
+        let Some(now) = self.running.definition(&self.tool) else {
+            return Some(format!(
+                "the MCP server {} no longer lists its tool {}",
+                self.server, self.tool
+            ));
+        };
+        if now != self.offered {
+            return Some(format!(
+                "the MCP server {} changed the definition of its tool {} during the session \
+                 (after telling warden its tools changed); what the model was shown is not \
+                 what the server has now",
+                self.server, self.tool
+            ));
+        }
+        self.pins.held(&self.server, &self.tool, &now)
+    }
+
     fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
-        let outcome = self.server.call(&self.tool, args).map_err(|error| {
+        // The call was allowed (a held one only by a person): its definition is the one pinned.
+        let unpinned = self
+            .running
+            .definition(&self.tool)
+            .and_then(|now| self.pins.pin(&self.server, &self.tool, &now).err());
+        let server = &self.running.server;
+        let outcome = server.call(&self.tool, args).map_err(|error| {
             let kind = match &error {
                 McpError::Timeout { .. } => ToolErrorKind::Timeout,
                 McpError::Arguments(_) => ToolErrorKind::InvalidArguments,
@@ -122,19 +196,20 @@ impl DynamicTool for McpCall {
                 ToolErrorKind::Failed,
                 format!(
                     "the MCP tool {} of {} failed: {}",
-                    self.tool,
-                    self.server.info().name,
-                    outcome.text
+                    self.tool, self.server, outcome.text
                 ),
             ));
         }
         let mut out = json!({
-            "server": self.server.info().name,
+            "server": self.server,
             "tool": self.tool,
             "content": outcome.text,
         });
         if let Some(structured) = outcome.structured {
             out["structuredContent"] = structured;
+        }
+        if let Some(warning) = unpinned {
+            out["warning"] = Value::String(warning);
         }
         Ok(out)
     }

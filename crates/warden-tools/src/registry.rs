@@ -49,6 +49,10 @@ pub enum RegistryError {
 
 trait ErasedTool: Send + Sync {
     fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;
+
+    fn held(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A tool known only when warden runs (an MCP server's): its spec comes with it, and its
@@ -56,6 +60,12 @@ trait ErasedTool: Send + Sync {
 pub trait DynamicTool: Send + Sync {
     /// Runs the tool on arguments its schema accepted.
     fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;
+
+    /// Why a call must be approved by a person whatever the rules say (an MCP tool whose
+    /// definition changed since it was pinned), if it must.
+    fn held(&self) -> Option<String> {
+        None
+    }
 }
 
 struct Dynamic(Box<dyn DynamicTool>);
@@ -63,6 +73,10 @@ struct Dynamic(Box<dyn DynamicTool>);
 impl ErasedTool for Dynamic {
     fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         self.0.call(ctx, args)
+    }
+
+    fn held(&self) -> Option<String> {
+        self.0.held()
     }
 }
 
@@ -228,6 +242,12 @@ impl Registry {
             None => Ok(()),
             Some(err) => Err(argument_error(name, &entry.spec.parameters, &err)),
         }
+    }
+
+    /// Why a call of `name` must be approved by a person whatever the rules say, if it must
+    /// ([`DynamicTool::held`]).
+    pub fn held(&self, name: &str) -> Option<String> {
+        self.entries.get(name).and_then(|entry| entry.tool.held())
     }
 
     /// Validates and runs one call. Every failure is a structured [`ToolError`].

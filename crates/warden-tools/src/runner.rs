@@ -230,6 +230,21 @@ impl<'a> ToolRunner<'a> {
         } else {
             self.policy.check(&action(name, args)).decision
         };
+        // A tool whose definition changed since it was pinned is put to a person, whatever the
+        // rules say; a refusal stays a refusal.
+        if let Some(why) = self.registry.held(name) {
+            match decision.decision {
+                DecisionKind::Allow => {
+                    decision.decision = DecisionKind::RequireApproval;
+                    decision.reason = why;
+                    decision.layer = PolicyLayer::Approval;
+                }
+                DecisionKind::RequireApproval => {
+                    decision.reason = format!("{}; and {why}", decision.reason);
+                }
+                _ => {}
+            }
+        }
         // Only a plain approval: a rewrite is never run silently, and an escalation (a wider
         // sandbox) is never granted by a flag.
         if decision.decision == DecisionKind::RequireApproval && self.on_ask == OnAsk::Allow {

@@ -3,6 +3,7 @@
 
 mod glob;
 mod grep;
+mod mcp;
 mod patch;
 mod read;
 mod registry;

@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+mod hostile;
+
 use crate::support::Project;
 
 /// The server's script, if installed (required where `WARDEN_REQUIRE_PEERS` is set).

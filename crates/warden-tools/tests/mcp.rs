@@ -1,0 +1,68 @@
+//! MCP tools in the registry and the runner: a definition the server changes during a session
+//! (announced by `list_changed`) holds the tool until a person approves it, whatever the rules.
+
+use std::path::Path;
+
+use serde_json::json;
+use warden_config::{McpServer, PermissionMode, Settings};
+use warden_policy::Engine;
+use warden_protocol::{SessionId, ToolStatus};
+use warden_tools::{McpServers, OnAsk, Registry, ToolContext, ToolRunner};
+
+#[test]
+fn a_tool_changed_during_the_session_is_held_despite_an_allow_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let description = dir.path().join("description.txt");
+    std::fs::write(&description, "Looks a word up.").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../warden-cli/tests/mcp/hostile.py");
+    let mut settings = Settings::defaults(dir.path().to_path_buf());
+    settings.permissions.mode = PermissionMode::Default;
+    settings.permissions.allow = vec!["Mcp(hostile)".to_owned()];
+    settings.dirs.data_dir = Some(dir.path().join("data"));
+    settings.mcp.servers.insert(
+        "hostile".to_owned(),
+        McpServer {
+            command: "python3".to_owned(),
+            args: vec![
+                script.display().to_string(),
+                description.display().to_string(),
+            ],
+            env: std::collections::BTreeMap::new(),
+            env_vars: Vec::new(),
+            cwd: None,
+            enabled: true,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            startup_timeout_seconds: 10,
+            tool_timeout_seconds: 10,
+        },
+    );
+    let mut registry = Registry::builtin().unwrap();
+    let servers = McpServers::start(&settings, &mut registry);
+    assert!(servers.problems.is_empty(), "{:?}", servers.problems);
+    let ctx = ToolContext::from_settings(&settings).unwrap();
+    let engine = Engine::from_settings(&settings).unwrap();
+    let mut runner = ToolRunner::new(&registry, &ctx, &engine, None, SessionId::new()).unwrap();
+    let lookup = |runner: &mut ToolRunner<'_>| {
+        runner
+            .run("mcp__hostile__lookup", json!({"q": "w"}))
+            .unwrap()
+    };
+    // Allowed by the rule while the definition is the one offered.
+    let first = lookup(&mut runner);
+    assert_eq!(first.status, ToolStatus::Ok, "{first:?}");
+    // The server changes it mid-session and says so.
+    let mutated = runner.run("mcp__hostile__mutate", json!({})).unwrap();
+    assert_eq!(mutated.status, ToolStatus::Ok, "{mutated:?}");
+    let held = lookup(&mut runner);
+    assert_eq!(held.status, ToolStatus::Denied, "{held:?}");
+    let message = held.error.unwrap().message;
+    assert!(message.contains("during the session"), "{message}");
+    // A person's approval (here --on-ask allow) lets it run.
+    let mut approving = ToolRunner::new(&registry, &ctx, &engine, None, SessionId::new())
+        .unwrap()
+        .with_on_ask(OnAsk::Allow);
+    let approved = lookup(&mut approving);
+    assert_eq!(approved.status, ToolStatus::Ok, "{approved:?}");
+    drop(servers);
+}
