@@ -57,26 +57,40 @@ pub struct ServerInfo {
     pub initialize: Value,
 }
 
+/// A server's process given by the caller: its standard streams, and what ends it when dropped
+/// (a sandboxed command's handle).
+pub struct Given {
+    pub stdin: std::fs::File,
+    pub stdout: std::fs::File,
+    pub stderr: std::fs::File,
+    pub keep: Box<dyn Send + Sync>,
+}
+
+/// The server's process: one this crate started, or one given to it.
+enum Process {
+    Child(Child),
+    /// Kept for its drop, which ends the process.
+    Given {
+        _keep: Box<dyn Send + Sync>,
+    },
+}
+
 /// A started, initialised server. Dropping it ends the session and kills the process.
 pub struct Server {
     launch: Launch,
     runtime: tokio::runtime::Runtime,
     service: Option<RunningService<RoleClient, Handler>>,
-    child: Child,
+    process: Process,
     stderr: Arc<Mutex<Vec<u8>>>,
     tools_changed: Arc<AtomicBool>,
     info: ServerInfo,
 }
 
 impl Server {
-    /// Starts the server's program and initialises the session, within its start-up timeout.
+    /// Starts the server's program (`launch`'s command, environment and directory) and
+    /// initialises the session, within its start-up timeout.
     pub fn start(launch: Launch) -> Result<Server, McpError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("warden-mcp")
-            .enable_all()
-            .build()
-            .map_err(McpError::Runtime)?;
+        let runtime = runtime()?;
         let mut command = Command::new(&launch.command);
         command
             .args(&launch.args)
@@ -97,33 +111,76 @@ impl Server {
             source,
         })?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(mut pipe) = child.stderr.take() {
-            let tail = Arc::clone(&stderr);
-            runtime.spawn(async move {
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut tail) = tail.lock() {
-                        tail.extend_from_slice(&buf[..n]);
-                        let excess = tail.len().saturating_sub(STDERR_TAIL);
-                        tail.drain(..excess);
-                    }
-                }
-            });
+        if let Some(pipe) = child.stderr.take() {
+            keep_tail(&runtime, pipe, &stderr);
         }
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(McpError::Runtime(std::io::Error::other(
                 "the server's standard input or output is missing",
             )));
         };
+        Self::initialise(
+            launch,
+            runtime,
+            (stdout, stdin),
+            stderr,
+            Process::Child(child),
+        )
+    }
+
+    /// Speaks with a server whose process the caller started (inside warden's sandbox), on its
+    /// given streams; `launch` names it and sets its timeouts (its command is not run again).
+    pub fn start_on(launch: Launch, given: Given) -> Result<Server, McpError> {
+        let runtime = runtime()?;
+        let Given {
+            stdin,
+            stdout,
+            stderr: error_stream,
+            keep,
+        } = given;
+        let (reader, writer, error_reader) = {
+            let _entered = runtime.enter();
+            (
+                tokio::net::unix::pipe::Receiver::from_file(stdout),
+                tokio::net::unix::pipe::Sender::from_file(stdin),
+                tokio::net::unix::pipe::Receiver::from_file(error_stream),
+            )
+        };
+        let (reader, writer) = match (reader, writer) {
+            (Ok(reader), Ok(writer)) => (reader, writer),
+            (Err(error), _) | (_, Err(error)) => return Err(McpError::Runtime(error)),
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Ok(pipe) = error_reader {
+            keep_tail(&runtime, pipe, &stderr);
+        }
+        Self::initialise(
+            launch,
+            runtime,
+            (reader, writer),
+            stderr,
+            Process::Given { _keep: keep },
+        )
+    }
+
+    /// `initialize` over `streams`, within the start-up timeout.
+    fn initialise<R, W>(
+        launch: Launch,
+        runtime: tokio::runtime::Runtime,
+        streams: (R, W),
+        stderr: Arc<Mutex<Vec<u8>>>,
+        process: Process,
+    ) -> Result<Server, McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
         let tools_changed = Arc::new(AtomicBool::new(false));
         let handler = Handler {
             tools_changed: Arc::clone(&tools_changed),
         };
         let started = runtime.block_on(async {
-            tokio::time::timeout(launch.startup_timeout, handler.serve((stdout, stdin))).await
+            tokio::time::timeout(launch.startup_timeout, handler.serve(streams)).await
         });
         let tail = |stderr: &Arc<Mutex<Vec<u8>>>| stderr_note(stderr);
         let service = match started {
@@ -159,7 +216,7 @@ impl Server {
             launch,
             runtime,
             service: Some(service),
-            child,
+            process,
             stderr,
             tools_changed,
         })
@@ -260,8 +317,45 @@ impl Drop for Server {
                 tokio::time::timeout(Duration::from_millis(500), service.close()).await
             });
         }
-        let _ = self.child.start_kill();
+        match &mut self.process {
+            Process::Child(child) => {
+                let _ = child.start_kill();
+            }
+            // Dropped with the server: a sandboxed command's handle kills it and its tree.
+            Process::Given { .. } => {}
+        }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, McpError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("warden-mcp")
+        .enable_all()
+        .build()
+        .map_err(McpError::Runtime)
+}
+
+/// Keeps the end of a server's standard error in `tail`, for messages.
+fn keep_tail(
+    runtime: &tokio::runtime::Runtime,
+    mut pipe: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+    tail: &Arc<Mutex<Vec<u8>>>,
+) {
+    let tail = Arc::clone(tail);
+    runtime.spawn(async move {
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut tail) = tail.lock() {
+                tail.extend_from_slice(&buf[..n]);
+                let excess = tail.len().saturating_sub(STDERR_TAIL);
+                tail.drain(..excess);
+            }
+        }
+    });
 }
 
 /// The end of the server's standard error, as a note to an error message.

@@ -60,6 +60,8 @@ mod tests {
             disabled_tools: Vec::new(),
             startup_timeout_seconds: 30,
             tool_timeout_seconds: 120,
+            sandbox: true,
+            allow_read: Vec::new(),
         };
         let warden = |key: &str| match key {
             "PATH" => Some("/bin".to_owned()),

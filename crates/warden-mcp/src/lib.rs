@@ -7,7 +7,7 @@ mod client;
 mod environment;
 mod result;
 
-pub use client::{Server, ServerInfo};
+pub use client::{Given, Server, ServerInfo};
 pub use environment::environment;
 pub use result::{CallOutcome, MAX_TEXT, text_of};
 

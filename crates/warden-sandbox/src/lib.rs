@@ -53,4 +53,4 @@ pub use plan::{
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use running::kill_running;
 pub use seatbelt::profile as seatbelt_profile;
-pub use spawn::{HELPER_ARG, NewOutput, Outcome, Output, Running, Sandbox, SandboxError};
+pub use spawn::{HELPER_ARG, NewOutput, Outcome, Output, Piped, Running, Sandbox, SandboxError};

@@ -34,7 +34,7 @@ impl Key {
     /// The key of `plan`'s command, or `None` when no spare can serve it (a proxy bridge is
     /// made with the helper).
     pub(crate) fn of(plan: &Plan, output: Output) -> Option<Self> {
-        if plan.proxy_port.is_some() {
+        if plan.proxy_port.is_some() || output == Output::Pipe {
             return None;
         }
         // What the helper applies itself, from the plan, is no part of it.
@@ -51,6 +51,8 @@ impl Key {
 #[derive(Debug)]
 pub(crate) struct Started {
     pub(crate) process: Process,
+    /// The write end of its standard input, where it is piped.
+    pub(crate) stdin: Option<std::fs::File>,
     /// The read ends of its standard output and error, where they are captured.
     pub(crate) streams: [Option<std::fs::File>; 2],
     /// The read end of the status pipe (the helper's fd 3).
@@ -96,6 +98,10 @@ impl Started {
         })?;
         running_add(child.id());
         Ok(Started {
+            stdin: child
+                .stdin
+                .take()
+                .map(|s| std::fs::File::from(std::os::fd::OwnedFd::from(s))),
             streams: streams(&mut child),
             process: Process::Helper(child),
             status: std::fs::File::from(status_read),

@@ -44,6 +44,8 @@ pub enum Output {
     Capture,
     /// Passed through to this process's own streams.
     Inherit,
+    /// All three piped, for the caller to speak with the command (an MCP server).
+    Pipe,
 }
 
 impl Output {
@@ -53,6 +55,7 @@ impl Output {
         let (stdin, stdout, stderr) = match self {
             Self::Capture => (Stdio::null(), Stdio::piped(), Stdio::piped()),
             Self::Inherit => (Stdio::inherit(), Stdio::inherit(), Stdio::inherit()),
+            Self::Pipe => (Stdio::piped(), Stdio::piped(), Stdio::piped()),
         };
         command.stdin(stdin).stdout(stdout).stderr(stderr);
     }
@@ -239,6 +242,34 @@ impl Sandbox {
         })
     }
 
+    /// Starts `plan`'s command with its standard input, output and error piped to this
+    /// process, for a command to be spoken with (an MCP server): it runs until it ends, its
+    /// timeout, [`Running::stop`], or until the [`Running`] is dropped. Never a warm or spare
+    /// helper. As with [`Sandbox::start`], the helper dies with the thread that started it.
+    pub fn start_piped(&self, plan: &Plan) -> Result<Piped, SandboxError> {
+        let mut launched = self.launch(plan, Output::Pipe, false)?;
+        let [stdout, stderr] = std::mem::take(&mut launched.streams);
+        let (Some(stdin), Some(stdout), Some(stderr)) = (launched.stdin.take(), stdout, stderr)
+        else {
+            return Err(SandboxError::Setup(
+                "the command's standard streams were not piped".to_owned(),
+            ));
+        };
+        let running = Running {
+            launched: Some(launched),
+            streams: [Arc::new(Tail::new(0)), Arc::new(Tail::new(0))],
+            cursors: [0, 0],
+            threads: [None, None],
+            ended: None,
+        };
+        Ok(Piped {
+            running,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
     /// Has the spare for a command like `plan`'s started, when this sandbox keeps one. After a
     /// command has ended, not while it starts: moving a process into a cgroup holds back every
     /// fork on the machine until an RCU grace period has passed, the starting command's too.
@@ -310,6 +341,7 @@ fn hand_over(
 ) -> Result<Launched, Handover> {
     let Started {
         mut process,
+        stdin,
         streams,
         status,
         plan: plan_pipe,
@@ -352,6 +384,7 @@ fn hand_over(
     drop(plan_pipe);
     let mut launched = Launched {
         process,
+        stdin,
         streams,
         status,
         started,
@@ -398,6 +431,8 @@ fn receive_listener(socket: &std::os::unix::net::UnixStream) -> Option<std::net:
 #[derive(Debug)]
 struct Launched {
     process: Process,
+    /// Its standard input, where it is piped, until the caller takes it.
+    stdin: Option<std::fs::File>,
     /// Its standard output and error, until the caller takes them.
     streams: [Option<std::fs::File>; 2],
     status: std::fs::File,
@@ -475,6 +510,18 @@ impl Unfinished {
             Self::Failed(why) | Self::Stale(why) => why,
         }
     }
+}
+
+/// A command started with its standard streams piped ([`Sandbox::start_piped`]): the
+/// [`Running`] ends it when dropped.
+#[derive(Debug)]
+pub struct Piped {
+    pub running: Running,
+    /// Its standard input, to write to.
+    pub stdin: std::fs::File,
+    /// Its standard output and error, to read.
+    pub stdout: std::fs::File,
+    pub stderr: std::fs::File,
 }
 
 /// A command running in the background (a dev server).

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use warden_config::Settings;
-use warden_mcp::{Launch, McpError, Server};
+use warden_mcp::{Given, Launch, McpError, Server};
 use warden_protocol::{ToolError, ToolErrorKind};
+use warden_sandbox::{Piped, Plan, Profile, Sandbox, request_from_settings};
 
 use crate::ToolContext;
 use crate::mcp_pins::{Pins, definition};
@@ -55,17 +55,18 @@ impl McpServers {
     /// Starts every enabled server of the settings and adds its tools to `registry`. A server
     /// that cannot start, or a tool whose name cannot be offered, is a problem reported, not a
     /// failure of the session.
-    pub fn start(settings: &Settings, registry: &mut Registry) -> McpServers {
-        Self::start_some(settings, registry, None)
+    pub fn start(ctx: &ToolContext, registry: &mut Registry) -> McpServers {
+        Self::start_some(ctx, registry, None)
     }
 
     /// As [`McpServers::start`], for the one server named `only` when it is given (a call of one
     /// tool starts only its own server).
     pub fn start_some(
-        settings: &Settings,
+        ctx: &ToolContext,
         registry: &mut Registry,
         only: Option<&str>,
     ) -> McpServers {
+        let settings = &ctx.settings;
         let mut out = McpServers::default();
         let pins = Arc::new(Pins::new(settings.dirs.data_dir.as_deref()));
         for (name, server) in &settings.mcp.servers {
@@ -73,7 +74,16 @@ impl McpServers {
                 continue;
             }
             let launch = Launch::from_settings(name, server, &settings.project_root);
-            let started = match Server::start(launch) {
+            let started = if server.sandbox {
+                start_sandboxed(ctx, launch, &server.allow_read)
+            } else {
+                out.problems.push(format!(
+                    "MCP server {name} runs outside the sandbox (sandbox = false): it can read \
+                     and write what you can, and reach the network"
+                ));
+                Server::start(launch)
+            };
+            let started = match started {
                 Ok(started) => started,
                 Err(error) => {
                     out.problems.push(error.to_string());
@@ -132,6 +142,62 @@ impl McpServers {
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }
+}
+
+/// Starts a server inside warden's sandbox: the settings' sandbox with the project read-only,
+/// no network, exactly the server's environment, no timeout (it lives as long as the session),
+/// the secret list masked; its streams piped to the client.
+fn start_sandboxed(
+    ctx: &ToolContext,
+    launch: Launch,
+    allow_read: &[std::path::PathBuf],
+) -> Result<Server, McpError> {
+    let refused = |why: String| McpError::Protocol {
+        server: launch.name.clone(),
+        what: "the sandbox".to_owned(),
+        message: why,
+        stderr: String::new(),
+    };
+    let Some(helper) = &ctx.sandbox_helper else {
+        return Err(refused(
+            "no sandbox helper to start it in, so it was not started".to_owned(),
+        ));
+    };
+    let settings = &ctx.settings;
+    let root = &settings.project_root;
+    let mut request = request_from_settings(settings, root, &launch.command, &launch.args, &[])
+        .map_err(|e| refused(e.to_string()))?;
+    request.allow_read.extend(allow_read.iter().cloned());
+    request.workspace.clone_from(root);
+    request.profile = Profile::ReadOnly;
+    request.network = false;
+    request.proxy_port = None;
+    request.env.clone_from(&launch.env);
+    request.limits.timeout_ms = None;
+    request.mask = ctx.mask.clone();
+    if launch.cwd != *root {
+        request.allow_read.push(launch.cwd.clone());
+        request.cwd = Some(launch.cwd.clone());
+    }
+    let plan = Plan::new(&request).map_err(|e| refused(e.to_string()))?;
+    let piped = Sandbox::new(helper)
+        .start_piped(&plan)
+        .map_err(|e| refused(e.to_string()))?;
+    let Piped {
+        running,
+        stdin,
+        stdout,
+        stderr,
+    } = piped;
+    Server::start_on(
+        launch,
+        Given {
+            stdin,
+            stdout,
+            stderr,
+            keep: Box::new(Mutex::new(running)),
+        },
+    )
 }
 
 /// What the model is told: the server's description, and whose it is.

@@ -35,12 +35,16 @@ fn a_tool_changed_during_the_session_is_held_despite_an_allow_rule() {
             disabled_tools: Vec::new(),
             startup_timeout_seconds: 10,
             tool_timeout_seconds: 10,
+            sandbox: false,
+            allow_read: Vec::new(),
         },
     );
-    let mut registry = Registry::builtin().unwrap();
-    let servers = McpServers::start(&settings, &mut registry);
-    assert!(servers.problems.is_empty(), "{:?}", servers.problems);
     let ctx = ToolContext::from_settings(&settings).unwrap();
+    let mut registry = Registry::builtin().unwrap();
+    let servers = McpServers::start(&ctx, &mut registry);
+    // The one problem: it runs outside the sandbox, as this test asks (no helper here).
+    assert_eq!(servers.problems.len(), 1, "{:?}", servers.problems);
+    assert!(servers.problems[0].contains("outside the sandbox"));
     let engine = Engine::from_settings(&settings).unwrap();
     let mut runner = ToolRunner::new(&registry, &ctx, &engine, None, SessionId::new()).unwrap();
     let lookup = |runner: &mut ToolRunner<'_>| {

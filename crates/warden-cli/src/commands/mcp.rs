@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use serde_json::json;
-use warden_config::Settings;
-use warden_tools::{McpServers, Registry};
+use warden_tools::{McpServers, Registry, ToolContext};
 
 use super::{load_settings, print_json};
 use crate::args::{McpCallArgs, McpCommand, ToolArgs};
@@ -43,10 +42,11 @@ fn list(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
 /// Starts the one server `name` of the settings into `registry`: a usage error when the settings
 /// have no such server or disable it, a failure when it cannot start.
 pub(super) fn start_one(
-    settings: &Settings,
+    ctx: &ToolContext,
     registry: &mut Registry,
     name: &str,
 ) -> Result<McpServers, CliError> {
+    let settings = &ctx.settings;
     match settings.mcp.servers.get(name) {
         None => {
             let known: Vec<&str> = settings.mcp.servers.keys().map(String::as_str).collect();
@@ -66,7 +66,7 @@ pub(super) fn start_one(
         }
         Some(_) => {}
     }
-    let servers = McpServers::start_some(settings, registry, Some(name));
+    let servers = McpServers::start_some(ctx, registry, Some(name));
     if let Some(problem) = servers.problems.first() {
         if servers.is_empty() {
             return Err(CliError::failure(anyhow!("{problem}")));
@@ -80,8 +80,12 @@ pub(super) fn start_one(
 
 fn tools(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError> {
     let settings = load_settings(dir)?;
+    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    if let Ok(warden) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
     let mut registry = Registry::new();
-    let _servers = start_one(&settings, &mut registry, name)?;
+    let _servers = start_one(&ctx, &mut registry, name)?;
     let specs: Vec<_> = registry.specs().collect();
     if json {
         print_json(&specs)?;

@@ -300,7 +300,7 @@ fn start(
     let terminal = Terminal;
     // The MCP servers of the settings run for the session: their tools join the built-ins.
     let mut registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
-    let mcp = warden_tools::McpServers::start(&settings, &mut registry);
+    let mcp = warden_tools::McpServers::start(&ctx, &mut registry);
     for problem in &mcp.problems {
         eprintln!("warden: {problem}");
         let _ = store.record_agent_event(

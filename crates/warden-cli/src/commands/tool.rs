@@ -16,10 +16,14 @@ use crate::{CliError, Exit};
 pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliError> {
     let arguments = parse_arguments(&args.args)?;
     let settings = load_settings(dir)?;
+    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    if let Ok(warden) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
     let mut registry = Registry::builtin().map_err(CliError::failure)?;
     // An MCP tool: its server alone is started, and ends with this command.
     let _servers = match warden_mcp::split_name(&args.name) {
-        Some((server, _)) => Some(super::mcp::start_one(&settings, &mut registry, server)?),
+        Some((server, _)) => Some(super::mcp::start_one(&ctx, &mut registry, server)?),
         None => None,
     };
     if registry.spec(&args.name).is_none() {
@@ -29,10 +33,6 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             args.name,
             known.join(", ")
         )));
-    }
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(warden);
     }
     let session = match &args.session {
         Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
@@ -93,7 +93,11 @@ pub(super) fn list(dir: Option<PathBuf>, args: &ToolsArgs) -> Result<Exit, CliEr
     let mut registry = Registry::builtin().map_err(CliError::failure)?;
     // The MCP servers of the settings are started to ask for their tools, and stopped.
     let settings = load_settings(dir)?;
-    let servers = warden_tools::McpServers::start(&settings, &mut registry);
+    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    if let Ok(warden) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
+    let servers = warden_tools::McpServers::start(&ctx, &mut registry);
     for problem in &servers.problems {
         eprintln!("warden: {problem}");
     }

@@ -6,8 +6,10 @@ use std::path::Path;
 
 use crate::support::Project;
 
-/// The user's settings: the hostile server, its tools allowed by a rule, and a short timeout.
-fn hostile(p: &Project) -> std::path::PathBuf {
+/// The user's settings: the hostile server (inside the sandbox, reading its script and its
+/// description file; `extra` lines added to its table), its tools allowed by a rule, and a
+/// short timeout.
+fn hostile_with(p: &Project, extra: &str) -> std::path::PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile.py");
     let description = p.tmp().join("description.txt");
     std::fs::write(&description, "Looks a word up.").unwrap();
@@ -17,13 +19,19 @@ fn hostile(p: &Project) -> std::path::PathBuf {
         dir.join("settings.toml"),
         format!(
             "[permissions]\nallow = [\"Mcp(hostile)\"]\n\n[mcp.servers.hostile]\n\
-             command = \"python3\"\nargs = [{:?}, {:?}]\ntool_timeout_seconds = 2\n",
-            script.display().to_string(),
-            description.display().to_string()
+             command = \"python3\"\nargs = [{script:?}, {description:?}]\n\
+             tool_timeout_seconds = 2\nallow_read = [{dir:?}, {description:?}]\n{extra}",
+            script = script.display().to_string(),
+            description = description.display().to_string(),
+            dir = script.parent().unwrap().display().to_string(),
         ),
     )
     .unwrap();
     description
+}
+
+fn hostile(p: &Project) -> std::path::PathBuf {
+    hostile_with(p, "")
 }
 
 fn call(p: &Project, tool: &str, extra: &[&str]) -> crate::support::Run {
@@ -109,5 +117,62 @@ fn misbehaving_calls_are_clear_errors_and_a_huge_result_is_capped() {
         fails.stdout.contains("the backend is down"),
         "{}",
         fails.stdout
+    );
+}
+
+#[test]
+fn a_server_in_the_sandbox_cannot_read_secrets_write_the_project_or_reach_the_network() {
+    let p = Project::new();
+    let secret = p.tmp().join("home/.ssh/id_rsa");
+    std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    std::fs::write(&secret, "PRIVATE KEY").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let written = p.root().join("planted.txt");
+    let args = serde_json::json!({
+        "read": secret.display().to_string(),
+        "write": written.display().to_string(),
+        "port": port,
+    })
+    .to_string();
+    let probe = |p: &Project| {
+        let run = p.run(&["mcp", "call", "hostile", "probe", "--args", &args]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        let content = run.json()["content"].as_str().unwrap().to_owned();
+        (
+            serde_json::from_str::<serde_json::Value>(&content).unwrap(),
+            run.stderr,
+        )
+    };
+    // Outside the sandbox (sandbox = false), the probe reaches all three, and warden says so.
+    hostile_with(&p, "sandbox = false\n");
+    let (outside, said) = probe(&p);
+    assert_eq!(outside["read"], "PRIVATE KEY", "{outside}");
+    assert_eq!(outside["write"], "written", "{outside}");
+    assert_eq!(outside["connect"], "connected", "{outside}");
+    assert!(said.contains("outside the sandbox"), "{said}");
+    std::fs::remove_file(&written).unwrap();
+    // Inside (the default), none of them.
+    hostile(&p);
+    let (inside, _) = probe(&p);
+    assert!(
+        inside["read"].as_str().unwrap().starts_with("refused"),
+        "{inside}"
+    );
+    assert!(
+        inside["write"].as_str().unwrap().starts_with("refused"),
+        "{inside}"
+    );
+    assert!(
+        inside["connect"].as_str().unwrap().starts_with("refused"),
+        "{inside}"
+    );
+    assert!(!written.exists());
+    // And its environment is the one named for it, not the user's.
+    let env: Vec<String> = serde_json::from_value(inside["env"].clone()).unwrap();
+    assert!(
+        !env.iter()
+            .any(|k| k == "XDG_CONFIG_HOME" || k == "WARDEN_HOME"),
+        "{env:?}"
     );
 }

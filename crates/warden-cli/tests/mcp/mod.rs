@@ -28,15 +28,27 @@ fn everything() -> Option<PathBuf> {
     None
 }
 
-/// The user's settings with the server, and `extra` after it.
+/// The outermost `node_modules` above the script: what node reads its libraries from.
+fn modules(script: &std::path::Path) -> &std::path::Path {
+    script
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .unwrap()
+}
+
+/// The user's settings with the server (inside the sandbox, reading its `node_modules`), and
+/// `extra` before it.
 fn with_server(p: &Project, script: &std::path::Path, extra: &str) {
     let dir = p.tmp().join("home/.config/warden");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("settings.toml"),
         format!(
-            "{extra}\n[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
-            script.display().to_string()
+            "{extra}\n[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\
+             allow_read = [{:?}]\n",
+            script.display().to_string(),
+            modules(script).display().to_string()
         ),
     )
     .unwrap();
@@ -156,18 +168,19 @@ fn the_policy_knows_the_tools_of_configured_servers_only() {
 #[test]
 fn a_project_s_server_does_not_start_until_the_project_is_trusted() {
     let p = Project::new();
-    // The probe: a "server" that leaves a mark when started.
-    let mark = p.tmp().join("started");
+    // The probe: a "server" that says it started on its standard error (which warden reports
+    // when it then fails to speak MCP), in words the settings do not hold.
     p.write(
         ".warden/settings.toml",
-        &format!(
-            "[mcp.servers.helper]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
-            mark.display()
-        ),
+        "[mcp.servers.helper]\ncommand = \"sh\"\nargs = [\"-c\", \"echo started-$((40+2)) >&2\"]\n",
     );
     let untrusted = p.run(&["tools"]);
     assert_eq!(untrusted.code, 0, "{}", untrusted.stderr);
-    assert!(!mark.exists(), "an untrusted project's server was started");
+    assert!(
+        !untrusted.stderr.contains("started-42"),
+        "an untrusted project's server was started: {}",
+        untrusted.stderr
+    );
     assert!(
         untrusted.stderr.contains("mcp.servers"),
         "{}",
@@ -178,6 +191,5 @@ fn a_project_s_server_does_not_start_until_the_project_is_trusted() {
     // Once trusted, it is the user's choice: it starts (and fails: it speaks no MCP).
     p.trust();
     let trusted = p.run(&["tools"]);
-    assert!(mark.exists(), "{}", trusted.stderr);
-    assert!(trusted.stderr.contains("helper"), "{}", trusted.stderr);
+    assert!(trusted.stderr.contains("started-42"), "{}", trusted.stderr);
 }

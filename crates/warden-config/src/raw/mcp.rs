@@ -47,6 +47,14 @@ pub struct RawMcpServer {
     pub startup_timeout_seconds: Option<u64>,
     /// Seconds one tool call may take. Must be greater than zero. Default `120`.
     pub tool_timeout_seconds: Option<u64>,
+    /// Whether it runs inside warden's sandbox: the project read-only, no network, the secret
+    /// list masked, the sandbox's limits, its processes ended with the session. `false` runs
+    /// it as the user, which is said at every start. Default `true`.
+    pub sandbox: Option<bool>,
+    /// Directories (or files) outside the project the server may read inside the sandbox: where
+    /// its program and its libraries are (`~/.local/lib/node_modules`). Relative paths are
+    /// relative to the project root. Default none.
+    pub allow_read: Option<Vec<String>>,
 }
 
 /// A server set in a higher layer stands whole: its arguments and environment are not mixed

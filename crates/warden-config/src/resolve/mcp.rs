@@ -38,6 +38,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             disabled_tools,
             startup_timeout_seconds,
             tool_timeout_seconds,
+            sandbox,
+            allow_read,
         } = server;
         let command = command
             .filter(|c| !c.trim().is_empty())
@@ -53,14 +55,20 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 return Err(error("env", &format!("{key:?} is not a variable's name")));
             }
         }
-        let cwd = cwd.map(|dir| {
+        let place = |dir: String| {
             if let Some(rest) = dir.strip_prefix("~/") {
                 std::env::var_os("HOME")
                     .map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
             } else {
                 root.join(dir)
             }
-        });
+        };
+        let cwd = cwd.map(place);
+        let allow_read = allow_read
+            .unwrap_or_default()
+            .into_iter()
+            .map(place)
+            .collect();
         servers.insert(
             name.clone(),
             McpServer {
@@ -78,6 +86,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                     30,
                 )?,
                 tool_timeout_seconds: positive(tool_timeout_seconds, "tool_timeout_seconds", 120)?,
+                sandbox: sandbox.unwrap_or(true),
+                allow_read,
             },
         );
     }

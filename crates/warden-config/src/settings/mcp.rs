@@ -37,6 +37,10 @@ pub struct McpServer {
     pub startup_timeout_seconds: u64,
     /// Seconds per tool call.
     pub tool_timeout_seconds: u64,
+    /// Whether it runs inside warden's sandbox.
+    pub sandbox: bool,
+    /// What it may read outside the project inside the sandbox, absolute.
+    pub allow_read: Vec<PathBuf>,
 }
 
 impl McpServer {

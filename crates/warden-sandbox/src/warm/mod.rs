@@ -322,6 +322,7 @@ impl Kept {
         let pidfd = given.remove(0);
         let started = Started {
             process: Process::Cell { pid, pidfd },
+            stdin: None,
             streams: ours,
             status: File::from(status_read),
             plan: File::from(plan_write),
@@ -367,6 +368,7 @@ fn streams(output: Output) -> Result<([Option<File>; 2], Vec<OwnedFd>), String> 
                 vec![null, out_write, err_write],
             ))
         }
+        Output::Pipe => Err("a command spoken with is not served warm".to_owned()),
         Output::Inherit => {
             let own = [
                 std::io::stdin().as_fd().try_clone_to_owned(),
