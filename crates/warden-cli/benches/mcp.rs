@@ -4,6 +4,7 @@
 //! Needs npm's server-everything in `target/mcp-peers` (see the README) and `bwrap`.
 //!
 //! `cargo bench -p warden-cli --bench mcp`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
