@@ -26,6 +26,14 @@ fuzz_target!(
         };
         let fast = analyze(command);
         let grammar = analyze_by_grammar(command);
+        // A walk past its time budget is unknown on the clock's say: which of two walks of the
+        // same slow string finishes in time is not a difference between the readers.
+        let late = |a: &warden_policy::shell::Analysis| {
+            a.unknown.iter().any(|u| u.contains("did not finish reading"))
+        };
+        if late(&fast) || late(&grammar) {
+            return;
+        }
         assert_eq!(fast, grammar, "the shortcut and the grammar differ on {command:?}");
     }
 );
