@@ -103,6 +103,33 @@ pub enum McpCommand {
     },
     /// Call one tool of a server through the policy and the trace, as `warden tool` does.
     Call(McpCallArgs),
+    /// Add a server to your settings: `warden mcp add NAME [--env K=V] [--env-var NAME] --
+    /// COMMAND [ARGS...]`.
+    Add {
+        /// Its name: letters, digits, `-` and `_`.
+        name: String,
+        /// A variable set by value (repeatable).
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// A variable passed from warden's environment by name (repeatable).
+        #[arg(long = "env-var", value_name = "NAME")]
+        env_vars: Vec<String>,
+        /// The program and its arguments.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from your settings. Exit 1 when it was not there.
+    Remove { name: String },
+    /// Show the servers of other agents' configurations (Claude Code's `.mcp.json` and
+    /// `~/.claude.json`, Codex's `~/.codex/config.toml`, or FILE), then add them to your
+    /// settings once confirmed.
+    Import {
+        /// Read only this file (`.json`: Claude Code's shape; `.toml`: Codex's).
+        file: Option<PathBuf>,
+        /// Add them without asking (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Args)]

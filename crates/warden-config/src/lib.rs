@@ -13,6 +13,7 @@ mod docs;
 mod error;
 mod kinds;
 mod load;
+mod mcp_edit;
 mod merge;
 mod parse;
 mod places;
@@ -31,6 +32,7 @@ pub use kinds::{
     RootIdentity,
 };
 pub use load::{LoadOptions, MANAGED_PATH, load};
+pub use mcp_edit::{NewMcpServer, add_mcp_server, mcp_server_names, remove_mcp_server};
 pub use parse::parse_str;
 pub use places::{project_root, user_config_dir, within};
 pub use raw::RawSettings;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use serde_json::json;
+use warden_config::NewMcpServer;
 use warden_tools::{McpServers, Registry, ToolContext};
 
 use super::{load_settings, print_json};
@@ -15,7 +16,157 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
         McpCommand::List { json } => list(dir, json),
         McpCommand::Tools { server, json } => tools(dir, &server, json),
         McpCommand::Call(args) => call(dir, args),
+        McpCommand::Add {
+            name,
+            env,
+            env_vars,
+            command,
+        } => add(&name, &env, env_vars, command),
+        McpCommand::Remove { name } => remove(&name),
+        McpCommand::Import { file, yes } => import(dir, file, yes),
     }
+}
+
+/// The user's settings file, where `add`, `remove` and `import` write.
+fn user_settings() -> Result<PathBuf, CliError> {
+    warden_config::user_config_dir()
+        .map(|dir| dir.join("settings.toml"))
+        .ok_or_else(|| CliError::usage(anyhow!("no user settings directory (HOME is not set)")))
+}
+
+fn valid_name(name: &str) -> Result<(), CliError> {
+    let fits = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !name.contains("__");
+    if fits {
+        Ok(())
+    } else {
+        Err(CliError::usage(anyhow!(
+            "{name:?} is not a server name: letters, digits, '-' and '_', without '__'"
+        )))
+    }
+}
+
+fn add(
+    name: &str,
+    env: &[String],
+    env_vars: Vec<String>,
+    command: Vec<String>,
+) -> Result<Exit, CliError> {
+    valid_name(name)?;
+    let mut words = command.into_iter();
+    let program = words.next().unwrap_or_default();
+    let mut pairs = Vec::new();
+    for pair in env {
+        let (key, value) = pair
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| CliError::usage(anyhow!("--env {pair:?} is not KEY=VALUE")))?;
+        pairs.push((key.to_owned(), value.to_owned()));
+    }
+    let server = NewMcpServer {
+        command: program,
+        args: words.collect(),
+        env: pairs,
+        env_vars,
+    };
+    let path = user_settings()?;
+    warden_config::add_mcp_server(&path, name, &server).map_err(|e| CliError::usage(anyhow!(e)))?;
+    println!(
+        "added {name}: {} to {}",
+        super::mcp_import::line(&server),
+        path.display()
+    );
+    Ok(Exit::Success)
+}
+
+fn remove(name: &str) -> Result<Exit, CliError> {
+    let path = user_settings()?;
+    let removed =
+        warden_config::remove_mcp_server(&path, name).map_err(|e| CliError::usage(anyhow!(e)))?;
+    if removed {
+        println!("removed {name} from {}", path.display());
+        Ok(Exit::Success)
+    } else {
+        eprintln!("warden: no MCP server {name:?} in {}", path.display());
+        Ok(Exit::Failure)
+    }
+}
+
+fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit, CliError> {
+    let settings = load_settings(dir)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let files = match file {
+        Some(file) => vec![file],
+        None => super::mcp_import::default_files(&settings.project_root, home.as_deref())
+            .into_iter()
+            .filter(|f| f.exists())
+            .collect(),
+    };
+    let path = user_settings()?;
+    let mut taken: Vec<String> =
+        warden_config::mcp_server_names(&path).map_err(|e| CliError::usage(anyhow!(e)))?;
+    let mut adding = Vec::new();
+    for file in &files {
+        let found = super::mcp_import::read(file, &settings.project_root)
+            .map_err(|e| CliError::usage(anyhow!(e)))?;
+        for found in found {
+            let from = found.from.display();
+            let name = found.name;
+            match found.server {
+                Err(why) => println!("skip {name} ({from}): {why}"),
+                Ok(_) if valid_name(&name).is_err() => {
+                    println!("skip {name} ({from}): not a name warden takes");
+                }
+                Ok(_) if taken.contains(&name) => {
+                    println!("skip {name} ({from}): your settings have a server of that name");
+                }
+                Ok(server) => {
+                    println!(
+                        "add  {name}: {}  ({from})",
+                        super::mcp_import::line(&server)
+                    );
+                    taken.push(name.clone());
+                    adding.push((name, server));
+                }
+            }
+        }
+    }
+    if adding.is_empty() {
+        println!("nothing to import");
+        return Ok(Exit::Success);
+    }
+    let confirmed = yes || confirm(&format!("Add {} to {}?", adding.len(), path.display()));
+    if !confirmed {
+        eprintln!("warden: nothing was added (confirm on a terminal, or pass --yes)");
+        return Ok(Exit::Failure);
+    }
+    for (name, server) in &adding {
+        warden_config::add_mcp_server(&path, name, server)
+            .map_err(|e| CliError::failure(anyhow!(e)))?;
+    }
+    println!(
+        "added {} to {}; each runs inside the sandbox, its tools asked about until a rule allows them",
+        adding.len(),
+        path.display()
+    );
+    Ok(Exit::Success)
+}
+
+/// Asks on the terminal; anything but `y` (or no terminal) is no.
+fn confirm(question: &str) -> bool {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    let mut out = std::io::stderr();
+    let _ = write!(out, "{question} [y/N] ");
+    let _ = out.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim(), "y" | "Y" | "yes")
 }
 
 fn list(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {

@@ -193,3 +193,58 @@ fn a_project_s_server_does_not_start_until_the_project_is_trusted() {
     let trusted = p.run(&["tools"]);
     assert!(trusted.stderr.contains("started-42"), "{}", trusted.stderr);
 }
+
+#[test]
+fn servers_are_added_removed_and_imported_into_the_user_s_settings() {
+    let p = Project::new();
+    let added = p.run(&[
+        "mcp",
+        "add",
+        "gh",
+        "--env-var",
+        "GITHUB_TOKEN",
+        "--",
+        "gh-mcp",
+        "stdio",
+    ]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let listed = p.run(&["mcp", "list", "--json"]);
+    let servers = &listed.json()["servers"];
+    assert_eq!(servers["gh"]["command"], "gh-mcp");
+    assert_eq!(servers["gh"]["env_vars"][0], "GITHUB_TOKEN");
+    assert_eq!(servers["gh"]["sandbox"], true);
+    let twice = p.run(&["mcp", "add", "gh", "--", "other"]);
+    assert_eq!(twice.code, 2, "{}", twice.stderr);
+    assert_eq!(p.run(&["mcp", "remove", "gh"]).code, 0);
+    assert_eq!(p.run(&["mcp", "remove", "gh"]).code, 1);
+    // Claude Code's .mcp.json in the project: shown, and added only once confirmed.
+    p.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "@m/fs", "."], "env": {"TOKEN": "${TOKEN}"}},
+            "web": {"type": "http", "url": "https://x.example/mcp"}
+        }}"#,
+    );
+    let unconfirmed = p.run(&["mcp", "import"]);
+    assert_eq!(unconfirmed.code, 1, "{}", unconfirmed.stdout);
+    assert!(
+        unconfirmed
+            .stdout
+            .contains("add  fs: npx -y @m/fs .  (passes TOKEN)"),
+        "{}",
+        unconfirmed.stdout
+    );
+    assert!(
+        unconfirmed.stdout.contains("skip web"),
+        "{}",
+        unconfirmed.stdout
+    );
+    assert!(!p.run(&["mcp", "list"]).stdout.contains("fs"));
+    let imported = p.run(&["mcp", "import", "--yes"]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let listed = p.run(&["mcp", "list", "--json"]);
+    assert_eq!(listed.json()["servers"]["fs"]["args"][1], "@m/fs");
+    // Once there, it is not imported again.
+    let again = p.run(&["mcp", "import", "--yes"]);
+    assert!(again.stdout.contains("skip fs"), "{}", again.stdout);
+}
