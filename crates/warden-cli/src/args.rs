@@ -103,6 +103,14 @@ pub enum McpCommand {
     },
     /// Call one tool of a server through the policy and the trace, as `warden tool` does.
     Call(McpCallArgs),
+    /// Start a server and list its resources and prompts.
+    Resources {
+        /// The server's name in the settings.
+        server: String,
+        /// Print JSON: `{resources, prompts}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Add a server to your settings: `warden mcp add NAME [--env K=V] [--env-var NAME] --
     /// COMMAND [ARGS...]`.
     Add {

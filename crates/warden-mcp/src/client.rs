@@ -270,6 +270,70 @@ impl Server {
         Ok(CallOutcome::from_result(&value))
     }
 
+    /// Whether the server said at `initialize` that it has `capability` (`resources`, …).
+    pub fn has(&self, capability: &str) -> bool {
+        self.info.initialize["capabilities"]
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
+    }
+
+    /// Every resource the server lists (each as its JSON: `uri`, `name`, `mimeType`, …); none
+    /// when it has no resources.
+    pub fn resources(&self) -> Result<Vec<Value>, McpError> {
+        if !self.has("resources") {
+            return Ok(Vec::new());
+        }
+        let peer = self.peer()?;
+        let listed = self.within("resources/list", self.launch.startup_timeout, async {
+            peer.list_all_resources().await
+        })?;
+        Ok(listed
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect())
+    }
+
+    /// Every prompt the server lists (each as its JSON: `name`, `description`, `arguments`).
+    pub fn prompts(&self) -> Result<Vec<Value>, McpError> {
+        if !self.has("prompts") {
+            return Ok(Vec::new());
+        }
+        let peer = self.peer()?;
+        let listed = self.within("prompts/list", self.launch.startup_timeout, async {
+            peer.list_all_prompts().await
+        })?;
+        Ok(listed
+            .iter()
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .collect())
+    }
+
+    /// Reads the resource at `uri`, within the tool timeout: its contents as text (a binary
+    /// one as a line naming its type and size), at most [`crate::MAX_TEXT`] of it.
+    pub fn read_resource(&self, uri: &str) -> Result<String, McpError> {
+        let peer = self.peer()?;
+        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_owned());
+        let read = self.within("resources/read", self.launch.tool_timeout, async {
+            peer.read_resource(params).await
+        })?;
+        let value = serde_json::to_value(&read).unwrap_or_default();
+        let mut parts = Vec::new();
+        for content in value["contents"].as_array().into_iter().flatten() {
+            match content.get("text").and_then(Value::as_str) {
+                Some(text) => parts.push(text.to_owned()),
+                None => parts.push(format!(
+                    "[{} {}: {} bytes of base64]",
+                    content["uri"].as_str().unwrap_or(uri),
+                    content["mimeType"].as_str().unwrap_or("binary"),
+                    content["blob"].as_str().map_or(0, str::len)
+                )),
+            }
+        }
+        let mut text = parts.join("\n");
+        crate::result::cap(&mut text);
+        Ok(text)
+    }
+
     fn peer(&self) -> Result<rmcp::Peer<RoleClient>, McpError> {
         self.service
             .as_ref()

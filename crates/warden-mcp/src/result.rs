@@ -33,15 +33,7 @@ impl CallOutcome {
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice);
         let mut text = text_of(blocks);
-        if text.len() > MAX_TEXT {
-            let mut end = MAX_TEXT;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let dropped = text.len() - end;
-            text.truncate(end);
-            let _ = write!(text, "\n[{dropped} more bytes of the result not kept]");
-        }
+        cap(&mut text);
         CallOutcome {
             text,
             structured: result.get("structuredContent").cloned(),
@@ -51,6 +43,19 @@ impl CallOutcome {
                 .unwrap_or(false),
             blocks: blocks.len(),
         }
+    }
+}
+
+/// Keeps at most [`MAX_TEXT`] of `text`, saying how much more there was.
+pub(crate) fn cap(text: &mut String) {
+    if text.len() > MAX_TEXT {
+        let mut end = MAX_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let dropped = text.len() - end;
+        text.truncate(end);
+        let _ = write!(text, "\n[{dropped} more bytes of the result not kept]");
     }
 }
 

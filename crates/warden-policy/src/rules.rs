@@ -287,9 +287,18 @@ impl Rule {
         if ruled == name {
             return self.matches_text(target);
         }
-        let Some((server, tool)) = name
+        // `readMcpResource` reads a resource of the server its arguments name.
+        let resource_of = (name == "readMcpResource")
+            .then(|| serde_json::from_str::<serde_json::Value>(target).ok())
+            .flatten()
+            .and_then(|args| args.get("server")?.as_str().map(str::to_owned));
+        let split = name
             .strip_prefix("mcp__")
-            .and_then(|rest| rest.split_once("__"))
+            .and_then(|rest| rest.split_once("__"));
+        let Some((server, tool)) = resource_of
+            .as_deref()
+            .map(|server| (server, "readMcpResource"))
+            .or(split)
         else {
             return false;
         };

@@ -47,6 +47,8 @@ impl Running {
 #[derive(Default)]
 pub struct McpServers {
     servers: Vec<Arc<Running>>,
+    /// The running servers by name.
+    named: BTreeMap<String, Arc<Running>>,
     /// What could not be started or listed, one line each, for the person and the trace.
     pub problems: Vec<String>,
 }
@@ -128,9 +130,83 @@ impl McpServers {
                 }
                 Err(error) => out.problems.push(error.to_string()),
             }
+            out.named.insert(name.clone(), Arc::clone(&started));
             out.servers.push(started);
         }
+        out.offer_resources(registry);
         out
+    }
+
+    /// Registers `readMcpResource` when a running server lists resources: the servers and
+    /// their resources (the first 50 of each) in its description, the server's name an `enum`
+    /// of its schema.
+    fn offer_resources(&mut self, registry: &mut Registry) {
+        let mut lines = Vec::new();
+        let mut by_name = BTreeMap::new();
+        for (name, running) in &self.named {
+            match running.server.resources() {
+                Ok(resources) if !resources.is_empty() => {
+                    let listed: Vec<String> = resources
+                        .iter()
+                        .take(50)
+                        .map(|r| {
+                            format!(
+                                "{} ({})",
+                                r["uri"].as_str().unwrap_or_default(),
+                                r["name"].as_str().unwrap_or_default()
+                            )
+                        })
+                        .collect();
+                    let more = resources.len().saturating_sub(50);
+                    let more = if more > 0 {
+                        format!("; and {more} more")
+                    } else {
+                        String::new()
+                    };
+                    lines.push(format!("{name}: {}{more}", listed.join(", ")));
+                    by_name.insert(name.clone(), Arc::clone(running));
+                }
+                Ok(_) => {}
+                Err(error) => self.problems.push(error.to_string()),
+            }
+        }
+        if by_name.is_empty() {
+            return;
+        }
+        let names: Vec<&String> = by_name.keys().collect();
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "enum": names, "description": "The MCP server."},
+                "uri": {"type": "string", "description": "The resource's URI."}
+            },
+            "required": ["server", "uri"],
+            "additionalProperties": false
+        });
+        let description = format!(
+            "Reads a resource of an MCP server: its contents as text. Resources by server: {}",
+            lines.join(". ")
+        );
+        if let Err(error) = registry.register_dynamic(
+            "readMcpResource",
+            description,
+            schema,
+            Box::new(ReadResource { servers: by_name }),
+        ) {
+            self.problems
+                .push(format!("readMcpResource is not offered: {error}"));
+        }
+    }
+
+    /// The resources and prompts the running server `name` lists.
+    pub fn listings(&self, name: &str) -> Result<(Vec<Value>, Vec<Value>), String> {
+        let running = self
+            .named
+            .get(name)
+            .ok_or_else(|| format!("the MCP server {name} is not running"))?;
+        let resources = running.server.resources().map_err(|e| e.to_string())?;
+        let prompts = running.server.prompts().map_err(|e| e.to_string())?;
+        Ok((resources, prompts))
     }
 
     /// How many servers are running.
@@ -278,5 +354,31 @@ impl DynamicTool for McpCall {
             out["warning"] = Value::String(warning);
         }
         Ok(out)
+    }
+}
+
+/// `readMcpResource`: a resource of one of the servers.
+struct ReadResource {
+    servers: BTreeMap<String, Arc<Running>>,
+}
+
+impl DynamicTool for ReadResource {
+    fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+        let server = args["server"].as_str().unwrap_or_default();
+        let uri = args["uri"].as_str().unwrap_or_default();
+        let running = self.servers.get(server).ok_or_else(|| {
+            ToolError::new(
+                ToolErrorKind::InvalidArguments,
+                format!("no MCP server {server:?} with resources"),
+            )
+        })?;
+        let text = running.server.read_resource(uri).map_err(|error| {
+            let kind = match &error {
+                McpError::Timeout { .. } => ToolErrorKind::Timeout,
+                _ => ToolErrorKind::Unavailable,
+            };
+            ToolError::new(kind, error.to_string())
+        })?;
+        Ok(json!({ "server": server, "uri": uri, "content": text }))
     }
 }

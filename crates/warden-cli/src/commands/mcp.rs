@@ -16,6 +16,7 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
         McpCommand::List { json } => list(dir, json),
         McpCommand::Tools { server, json } => tools(dir, &server, json),
         McpCommand::Call(args) => call(dir, args),
+        McpCommand::Resources { server, json } => resources(dir, &server, json),
         McpCommand::Add {
             name,
             env,
@@ -245,6 +246,38 @@ fn tools(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError>
             let first = spec.description.lines().next().unwrap_or_default();
             println!("{:<32} {first}", spec.name);
         }
+    }
+    Ok(Exit::Success)
+}
+
+fn resources(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError> {
+    let settings = load_settings(dir)?;
+    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
+    if let Ok(warden) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
+    let mut registry = Registry::new();
+    let servers = start_one(&ctx, &mut registry, name)?;
+    let (resources, prompts) = servers
+        .listings(name)
+        .map_err(|e| CliError::failure(anyhow!(e)))?;
+    if json {
+        print_json(&json!({ "resources": resources, "prompts": prompts }))?;
+        return Ok(Exit::Success);
+    }
+    for resource in &resources {
+        println!(
+            "resource {}  {}",
+            resource["uri"].as_str().unwrap_or_default(),
+            resource["name"].as_str().unwrap_or_default()
+        );
+    }
+    for prompt in &prompts {
+        println!(
+            "prompt   {}  {}",
+            prompt["name"].as_str().unwrap_or_default(),
+            prompt["description"].as_str().unwrap_or_default()
+        );
     }
     Ok(Exit::Success)
 }

@@ -24,6 +24,9 @@ fn known_tool(name: &str, settings: &warden_config::Settings) -> Result<(), CliE
     {
         return Ok(());
     }
+    if name == "readMcpResource" && !settings.mcp.servers.is_empty() {
+        return Ok(());
+    }
     let registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
     let mut known: Vec<String> = SHORT.iter().map(|s| (*s).to_owned()).collect();
     for other in registry

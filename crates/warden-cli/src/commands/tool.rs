@@ -22,8 +22,18 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
     }
     let mut registry = Registry::builtin().map_err(CliError::failure)?;
     // An MCP tool: its server alone is started, and ends with this command.
-    let _servers = match warden_mcp::split_name(&args.name) {
-        Some((server, _)) => Some(super::mcp::start_one(&ctx, &mut registry, server)?),
+    let server = match warden_mcp::split_name(&args.name) {
+        Some((server, _)) => Some(server.to_owned()),
+        // A resource: of the server its arguments name.
+        None if args.name == "readMcpResource" => arguments
+            .get("server")
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| ctx.settings.mcp.servers.contains_key(*s))
+            .map(str::to_owned),
+        None => None,
+    };
+    let _servers = match server {
+        Some(server) => Some(super::mcp::start_one(&ctx, &mut registry, &server)?),
         None => None,
     };
     if registry.spec(&args.name).is_none() {

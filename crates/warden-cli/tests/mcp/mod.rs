@@ -248,3 +248,42 @@ fn servers_are_added_removed_and_imported_into_the_user_s_settings() {
     let again = p.run(&["mcp", "import", "--yes"]);
     assert!(again.stdout.contains("skip fs"), "{}", again.stdout);
 }
+
+#[test]
+fn a_server_s_resources_are_listed_and_read_through_the_policy() {
+    let Some(script) = everything() else { return };
+    let p = Project::new();
+    with_server(&p, &script, "");
+    let listed = p.run(&["mcp", "resources", "everything", "--json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let out = listed.json();
+    let uri = out["resources"][0]["uri"].as_str().unwrap().to_owned();
+    assert!(!out["prompts"].as_array().unwrap().is_empty(), "{out}");
+    let args = serde_json::json!({"server": "everything", "uri": uri}).to_string();
+    // Asked about by default, like the server's tools.
+    let asked = p.run(&["tool", "readMcpResource", "--args", &args]);
+    assert_eq!(
+        asked.json()["error"]["kind"],
+        "needs_approval",
+        "{}",
+        asked.stdout
+    );
+    // A rule for the server covers its resources.
+    with_server(
+        &p,
+        &script,
+        "[permissions]\nallow = [\"Mcp(everything)\"]\n",
+    );
+    let read = p.run(&["tool", "readMcpResource", "--args", &args]);
+    assert_eq!(read.code, 0, "{}{}", read.stdout, read.stderr);
+    assert_eq!(read.json()["uri"], uri.as_str());
+    assert!(
+        !read.json()["content"].as_str().unwrap().is_empty(),
+        "{}",
+        read.stdout
+    );
+    // A server that is not configured has no resources to offer.
+    let other = serde_json::json!({"server": "nope", "uri": uri}).to_string();
+    let refused = p.run(&["tool", "readMcpResource", "--args", &other]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+}

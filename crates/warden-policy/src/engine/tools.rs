@@ -239,6 +239,10 @@ impl Engine {
                 "{name} is a tool of the MCP server {server}: what a server says of its tools is \
                  not trusted, so a call runs only when a rule allows it (Mcp({server}), {name})"
             ),
+            None if name == "readMcpResource" => format!(
+                "{name} reads a resource of an MCP server: asked unless a rule allows it \
+                 (Mcp(SERVER), readMcpResource)"
+            ),
             None => format!("{name} is a tool the policy does not know"),
         };
         Part::new(outcome, RiskLevel::L3, reason, PolicyLayer::Mode)
