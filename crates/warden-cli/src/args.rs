@@ -146,19 +146,8 @@ pub struct McpCallArgs {
     pub server: String,
     /// The tool's name as the server knows it.
     pub tool: String,
-    /// The arguments as a JSON object; "-" reads them from standard input.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    pub args: String,
-    /// Record the event in this session instead of a new one.
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Do not record the event in the trace.
-    #[arg(long)]
-    pub no_trace: bool,
-    /// What to answer when the policy asks for approval: deny (default) or allow. Never
-    /// overrides a deny.
-    #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
-    pub on_ask: String,
+    #[command(flatten)]
+    pub call: CallOptions,
 }
 
 #[derive(Debug, Args)]
@@ -542,6 +531,13 @@ pub struct PolicyArgs {
 pub struct ToolArgs {
     /// The tool's name, e.g. readFile, glob, grep.
     pub name: String,
+    #[command(flatten)]
+    pub call: CallOptions,
+}
+
+/// How one tool call is made and recorded: `warden tool` and `warden mcp call`.
+#[derive(Debug, Args)]
+pub struct CallOptions {
     /// The arguments as a JSON object; "-" reads them from standard input.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub args: String,

@@ -47,28 +47,29 @@ pub fn mcp_server_names(path: &Path) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
+/// The table at `key` in `table`, made (implicit, no header of its own) when missing.
+fn implicit_table<'t>(
+    table: &'t mut Table,
+    key: &str,
+    path: &Path,
+) -> Result<&'t mut Table, String> {
+    table
+        .entry(key)
+        .or_insert_with(|| {
+            let mut made = Table::new();
+            made.set_implicit(true);
+            Item::Table(made)
+        })
+        .as_table_mut()
+        .ok_or_else(|| format!("{}: `{key}` is not a table", path.display()))
+}
+
 /// Adds `[mcp.servers.NAME]` to the file at `path` (made if missing). A server of that name
 /// already there is an error: it is not replaced.
 pub fn add_mcp_server(path: &Path, name: &str, server: &NewMcpServer) -> Result<(), String> {
     let mut document = read(path)?;
-    let mcp = document
-        .entry("mcp")
-        .or_insert_with(|| {
-            let mut table = Table::new();
-            table.set_implicit(true);
-            Item::Table(table)
-        })
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: `mcp` is not a table", path.display()))?;
-    let servers = mcp
-        .entry("servers")
-        .or_insert_with(|| {
-            let mut table = Table::new();
-            table.set_implicit(true);
-            Item::Table(table)
-        })
-        .as_table_mut()
-        .ok_or_else(|| format!("{}: `mcp.servers` is not a table", path.display()))?;
+    let mcp = implicit_table(document.as_table_mut(), "mcp", path)?;
+    let servers = implicit_table(mcp, "servers", path)?;
     if servers.contains_key(name) {
         return Err(format!(
             "{} has an MCP server {name:?} already; remove it first (`warden mcp remove {name}`)",

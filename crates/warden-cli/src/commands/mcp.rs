@@ -232,10 +232,7 @@ pub(super) fn start_one(
 
 fn tools(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError> {
     let settings = load_settings(dir)?;
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(warden);
-    }
+    let ctx = tool_context(&settings)?;
     let mut registry = Registry::new();
     let _servers = start_one(&ctx, &mut registry, name)?;
     let specs: Vec<_> = registry.specs().collect();
@@ -252,10 +249,7 @@ fn tools(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError>
 
 fn resources(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError> {
     let settings = load_settings(dir)?;
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(warden);
-    }
+    let ctx = tool_context(&settings)?;
     let mut registry = Registry::new();
     let servers = start_one(&ctx, &mut registry, name)?;
     let (resources, prompts) = servers
@@ -283,20 +277,19 @@ fn resources(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliEr
 }
 
 fn call(dir: Option<PathBuf>, args: McpCallArgs) -> Result<Exit, CliError> {
-    let McpCallArgs {
-        server,
-        tool,
-        args,
-        session,
-        no_trace,
-        on_ask,
-    } = args;
+    let McpCallArgs { server, tool, call } = args;
     let tool_args = ToolArgs {
         name: warden_mcp::tool_name(&server, &tool),
-        args,
-        session,
-        no_trace,
-        on_ask,
+        call,
     };
     super::tool::run(dir, &tool_args)
+}
+
+/// What the tools of `settings` run with, the sandbox helper included.
+pub(super) fn tool_context(settings: &warden_config::Settings) -> Result<ToolContext, CliError> {
+    let mut ctx = ToolContext::from_settings(settings).map_err(CliError::usage)?;
+    if let Ok(warden) = super::sandbox_helper() {
+        ctx = ctx.with_sandbox_helper(warden);
+    }
+    Ok(ctx)
 }

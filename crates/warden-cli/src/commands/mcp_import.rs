@@ -87,27 +87,21 @@ fn convert(server: &Value) -> Result<NewMcpServer, String> {
         .filter(|c| !c.trim().is_empty())
         .ok_or("no command")?
         .to_owned();
-    let args = server
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let strings = |key: &str| -> Vec<String> {
+        server
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let args = strings("args");
     let mut env = Vec::new();
-    let mut env_vars: Vec<String> = server
-        .get("env_vars")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut env_vars = strings("env_vars");
     for (key, val) in server
         .get("env")
         .and_then(Value::as_object)

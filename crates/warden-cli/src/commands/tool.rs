@@ -7,19 +7,16 @@ use anyhow::{Context as _, anyhow};
 use serde_json::{Value, json};
 use warden_policy::Engine;
 use warden_protocol::{SessionId, ToolStatus};
-use warden_tools::{OnAsk, Registry, ToolContext, ToolRunner};
+use warden_tools::{OnAsk, Registry, ToolRunner};
 
 use super::{load_settings, open_trace, print_json};
 use crate::args::{ToolArgs, ToolsArgs};
 use crate::{CliError, Exit};
 
 pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliError> {
-    let arguments = parse_arguments(&args.args)?;
+    let arguments = parse_arguments(&args.call.args)?;
     let settings = load_settings(dir)?;
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(warden);
-    }
+    let mut ctx = super::mcp::tool_context(&settings)?;
     let mut registry = Registry::builtin().map_err(CliError::failure)?;
     // An MCP tool: its server alone is started, and ends with this command.
     let server = match warden_mcp::split_name(&args.name) {
@@ -44,7 +41,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             known.join(", ")
         )));
     }
-    let session = match &args.session {
+    let session = match &args.call.session {
         Some(id) => id.parse::<SessionId>().map_err(CliError::usage)?,
         None => SessionId::new(),
     };
@@ -55,7 +52,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             .map_err(|e| CliError::usage(anyhow!(e)))?;
         ctx = ctx.with_egress(proxy);
     }
-    let store = if args.no_trace {
+    let store = if args.call.no_trace {
         None
     } else {
         Some(open_trace()?)
@@ -70,7 +67,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
         );
     }
     let policy = Engine::from_settings(&settings).map_err(CliError::usage)?;
-    let on_ask = if args.on_ask == "allow" {
+    let on_ask = if args.call.on_ask == "allow" {
         OnAsk::Allow
     } else {
         OnAsk::Deny
@@ -103,10 +100,7 @@ pub(super) fn list(dir: Option<PathBuf>, args: &ToolsArgs) -> Result<Exit, CliEr
     let mut registry = Registry::builtin().map_err(CliError::failure)?;
     // The MCP servers of the settings are started to ask for their tools, and stopped.
     let settings = load_settings(dir)?;
-    let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
-    if let Ok(warden) = super::sandbox_helper() {
-        ctx = ctx.with_sandbox_helper(warden);
-    }
+    let ctx = super::mcp::tool_context(&settings)?;
     let servers = warden_tools::McpServers::start(&ctx, &mut registry);
     for problem in &servers.problems {
         eprintln!("warden: {problem}");
