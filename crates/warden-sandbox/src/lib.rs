@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod backend;
+mod background;
 mod bwrap;
 mod capture;
 mod cgroup;
@@ -36,6 +37,7 @@ mod toolchains;
 mod warm;
 
 pub use backend::{Backend, Seatbelt};
+pub use background::{NewOutput, Piped, Running};
 pub use bwrap::Bwrap;
 pub use cgroup::{Bound, Mechanism, Usage as CgroupUsage, reap as reap_cgroups};
 pub use from_settings::{
@@ -53,4 +55,4 @@ pub use plan::{
 pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use running::kill_running;
 pub use seatbelt::profile as seatbelt_profile;
-pub use spawn::{HELPER_ARG, NewOutput, Outcome, Output, Piped, Running, Sandbox, SandboxError};
+pub use spawn::{HELPER_ARG, Outcome, Output, Sandbox, SandboxError};

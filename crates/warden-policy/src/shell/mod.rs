@@ -11,6 +11,7 @@ mod annotate;
 mod commands;
 mod fast;
 mod feeds;
+mod limits;
 mod programs;
 mod runners;
 mod walk;

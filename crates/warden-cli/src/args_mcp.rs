@@ -1,0 +1,88 @@
+//! The arguments of `warden mcp` and of one tool call.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The servers in the settings and how each is started.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server and list its tools as warden offers them (`mcp__SERVER__TOOL`).
+    Tools {
+        /// The server's name in the settings.
+        server: String,
+        /// Print each tool's definition as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool of a server through the policy and the trace, as `warden tool` does.
+    Call(McpCallArgs),
+    /// Start a server and list its resources and prompts.
+    Resources {
+        /// The server's name in the settings.
+        server: String,
+        /// Print JSON: `{resources, prompts}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to your settings: `warden mcp add NAME [--env K=V] [--env-var NAME] --
+    /// COMMAND [ARGS...]`.
+    Add {
+        /// Its name: letters, digits, `-` and `_`.
+        name: String,
+        /// A variable set by value (repeatable).
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// A variable passed from warden's environment by name (repeatable).
+        #[arg(long = "env-var", value_name = "NAME")]
+        env_vars: Vec<String>,
+        /// The program and its arguments.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from your settings. Exit 1 when it was not there.
+    Remove { name: String },
+    /// Show the servers of other agents' configurations (Claude Code's `.mcp.json` and
+    /// `~/.claude.json`, Codex's `~/.codex/config.toml`, or FILE), then add them to your
+    /// settings once confirmed.
+    Import {
+        /// Read only this file (`.json`: Claude Code's shape; `.toml`: Codex's).
+        file: Option<PathBuf>,
+        /// Add them without asking (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct McpCallArgs {
+    /// The server's name in the settings.
+    pub server: String,
+    /// The tool's name as the server knows it.
+    pub tool: String,
+    #[command(flatten)]
+    pub call: CallOptions,
+}
+
+/// How one tool call is made and recorded: `warden tool` and `warden mcp call`.
+#[derive(Debug, Args)]
+pub struct CallOptions {
+    /// The arguments as a JSON object; "-" reads them from standard input.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Record the event in this session instead of a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Do not record the event in the trace.
+    #[arg(long)]
+    pub no_trace: bool,
+    /// What to answer when the policy asks for approval: deny (default) or allow. Never
+    /// overrides a deny or widens the sandbox.
+    #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
+    pub on_ask: String,
+}
