@@ -19,6 +19,10 @@ use tokio::process::{Child, Command};
 use crate::result::CallOutcome;
 use crate::{Launch, McpError, McpTool};
 
+/// The most tools one server may list: past it, none is offered (a listing that large is a
+/// server trying to fill the model's context, or broken).
+const MAX_TOOLS: usize = 512;
+
 /// The end of a server's standard error kept for messages.
 const STDERR_TAIL: usize = 2048;
 
@@ -239,6 +243,17 @@ impl Server {
         let listed = self.within("tools/list", self.launch.startup_timeout, async {
             peer.list_all_tools().await
         })?;
+        if listed.len() > MAX_TOOLS {
+            return Err(McpError::Protocol {
+                server: self.launch.name.clone(),
+                what: "tools/list".to_owned(),
+                message: format!(
+                    "it lists {} tools; more than {MAX_TOOLS} are not offered",
+                    listed.len()
+                ),
+                stderr: String::new(),
+            });
+        }
         Ok(listed
             .into_iter()
             .map(|tool| {

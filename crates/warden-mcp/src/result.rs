@@ -34,9 +34,19 @@ impl CallOutcome {
             .map_or(&[][..], Vec::as_slice);
         let mut text = text_of(blocks);
         cap(&mut text);
+        // Structured content as large as the text's cap is dropped, and said to be.
+        let structured = result.get("structuredContent").map(|value| {
+            if value.to_string().len() > MAX_TEXT {
+                Value::String(format!(
+                    "[structured content of more than {MAX_TEXT} bytes not kept]"
+                ))
+            } else {
+                value.clone()
+            }
+        });
         CallOutcome {
             text,
-            structured: result.get("structuredContent").cloned(),
+            structured,
             is_error: result
                 .get("isError")
                 .and_then(Value::as_bool)

@@ -71,6 +71,13 @@ impl McpServers {
         let settings = &ctx.settings;
         let mut out = McpServers::default();
         let pins = Arc::new(Pins::new(settings.dirs.data_dir.as_deref()));
+        if settings.dirs.data_dir.is_none() && !settings.mcp.servers.is_empty() {
+            out.problems.push(
+                "no data directory: MCP tool definitions are not pinned, so a server changing \
+                 one between sessions is not noticed"
+                    .to_owned(),
+            );
+        }
         for (name, server) in &settings.mcp.servers {
             if !server.enabled || only.is_some_and(|only| only != name) {
                 continue;
@@ -318,11 +325,20 @@ impl DynamicTool for McpCall {
     }
 
     fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
-        // The call was allowed (a held one only by a person): its definition is the one pinned.
-        let unpinned = self
-            .running
-            .definition(&self.tool)
-            .and_then(|now| self.pins.pin(&self.server, &self.tool, &now).err());
+        // What was decided on is the definition the model was shown: a change since (the
+        // server said its list changed after the decision) is not run, and what is pinned is
+        // what was shown, never what the server has now.
+        if self.running.definition(&self.tool).as_ref() != Some(&self.offered) {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!(
+                    "the MCP server {} changed its tool {} during the session: it is not called \
+                     until the session starts again and a person approves the new definition",
+                    self.server, self.tool
+                ),
+            ));
+        }
+        let unpinned = self.pins.pin(&self.server, &self.tool, &self.offered).err();
         let server = &self.running.server;
         let outcome = server.call(&self.tool, args).map_err(|error| {
             let kind = match &error {

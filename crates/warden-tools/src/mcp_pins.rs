@@ -36,18 +36,32 @@ impl Pins {
         }
     }
 
-    fn load(&self) -> PinFile {
-        self.path
-            .as_ref()
-            .and_then(|path| std::fs::read(path).ok())
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
+    /// The pins; an error when the file is there but cannot be read as pins (then nothing is
+    /// taken as pinned-and-equal, and nothing is written over it).
+    fn load(&self) -> Result<PinFile, String> {
+        let Some(path) = &self.path else {
+            return Ok(PinFile::default());
+        };
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{} cannot be read as pins: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PinFile::default()),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
     }
 
     /// Why a call of `tool` of `server` must be approved by a person, if it must: its
     /// definition is not the one pinned.
     pub(crate) fn held(&self, server: &str, tool: &str, definition: &Value) -> Option<String> {
-        let file = self.load();
+        let file = match self.load() {
+            Ok(file) => file,
+            Err(why) => {
+                return Some(format!(
+                    "the pinned MCP tool definitions are not readable ({why}), so whether {tool} \
+                     of {server} changed cannot be told"
+                ));
+            }
+        };
         let pin = file.servers.get(server)?.get(tool)?;
         if pin.sha256 == digest(definition) {
             return None;
@@ -65,7 +79,7 @@ impl Pins {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut file = self.load();
+        let mut file = self.load()?;
         let sha256 = digest(definition);
         let slot = file.servers.entry(server.to_owned()).or_default();
         if slot.get(tool).is_some_and(|p| p.sha256 == sha256) {
@@ -95,6 +109,7 @@ impl Pins {
 pub(crate) fn definition(tool: &warden_mcp::McpTool) -> Value {
     json!({
         "name": tool.name,
+        "title": tool.title,
         "description": tool.description,
         "inputSchema": tool.input_schema,
         "outputSchema": tool.output_schema,
@@ -160,6 +175,16 @@ mod tests {
         );
         // Another server's tool of the same name is its own.
         assert_eq!(pins.held("other", "search", &changed), None);
+        // A pins file that is not pins holds every tool, and is not written over.
+        std::fs::write(dir.path().join("mcp-pins.json"), "not json").unwrap();
+        assert!(
+            pins.held("gh", "search", &first)
+                .unwrap()
+                .contains("not readable")
+        );
+        assert!(pins.pin("gh", "search", &first).is_err());
+        std::fs::remove_file(dir.path().join("mcp-pins.json")).unwrap();
+        pins.pin("gh", "search", &first).unwrap();
         // Approving the change pins it.
         pins.pin("gh", "search", &changed).unwrap();
         assert_eq!(pins.held("gh", "search", &changed), None);

@@ -62,11 +62,24 @@ fn a_tool_changed_during_the_session_is_held_despite_an_allow_rule() {
     assert_eq!(held.status, ToolStatus::Denied, "{held:?}");
     let message = held.error.unwrap().message;
     assert!(message.contains("during the session"), "{message}");
-    // A person's approval (here --on-ask allow) lets it run.
+    // Even approved (here --on-ask allow), what the model was shown is not what would run: it
+    // is not called until the next session shows the new definition for approval, and the
+    // change is not pinned.
     let mut approving = ToolRunner::new(&registry, &ctx, &engine, None, SessionId::new())
         .unwrap()
         .with_on_ask(OnAsk::Allow);
-    let approved = lookup(&mut approving);
-    assert_eq!(approved.status, ToolStatus::Ok, "{approved:?}");
+    let refused = lookup(&mut approving);
+    assert_eq!(refused.status, ToolStatus::Error, "{refused:?}");
+    assert!(
+        refused
+            .error
+            .unwrap()
+            .message
+            .contains("until the session starts again"),
+        "refused"
+    );
+    let pins = std::fs::read_to_string(dir.path().join("data/mcp-pins.json")).unwrap();
+    assert!(pins.contains("Looks a word up."), "{pins}");
+    assert!(!pins.contains("uploads"), "{pins}");
     drop(servers);
 }

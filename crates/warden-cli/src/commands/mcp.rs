@@ -40,12 +40,15 @@ fn valid_name(name: &str) -> Result<(), CliError> {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && !name.contains("__");
+        && !name.contains("__")
+        && !name.starts_with('_')
+        && !name.ends_with('_');
     if fits {
         Ok(())
     } else {
         Err(CliError::usage(anyhow!(
-            "{name:?} is not a server name: letters, digits, '-' and '_', without '__'"
+            "{name:?} is not a server name: letters, digits, '-' and '_', without '__' and not \
+             starting or ending with '_'"
         )))
     }
 }
@@ -115,7 +118,7 @@ fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit
             .map_err(|e| CliError::usage(anyhow!(e)))?;
         for found in found {
             let from = found.from.display();
-            let name = found.name;
+            let name = super::mcp_import::printable(&found.name);
             match found.server {
                 Err(why) => println!("skip {name} ({from}): {why}"),
                 Ok(_) if valid_name(&name).is_err() => {

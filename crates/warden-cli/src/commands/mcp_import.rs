@@ -127,12 +127,26 @@ fn convert(server: &Value) -> Result<NewMcpServer, String> {
     })
 }
 
+/// `text` with its control characters written out (`\u{1b}`), so a file cannot hide what it
+/// holds from the terminal it is shown on.
+pub(super) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A server as one line for a person: its command, and what its environment takes.
 pub(super) fn line(server: &NewMcpServer) -> String {
-    let mut out = server.command.clone();
+    let mut out = printable(&server.command);
     for arg in &server.args {
         out.push(' ');
-        out.push_str(arg);
+        out.push_str(&printable(arg));
     }
     if !server.env_vars.is_empty() {
         let _ = write!(out, "  (passes {})", server.env_vars.join(", "));

@@ -215,6 +215,11 @@ fn servers_are_added_removed_and_imported_into_the_user_s_settings() {
     assert_eq!(servers["gh"]["sandbox"], true);
     let twice = p.run(&["mcp", "add", "gh", "--", "other"]);
     assert_eq!(twice.code, 2, "{}", twice.stderr);
+    // A name whose tools would read back as another server's (`mcp__gh___x` is `gh`'s `_x`).
+    for name in ["gh_", "_gh", "g__h"] {
+        let refused = p.run(&["mcp", "add", name, "--", "x"]);
+        assert_eq!(refused.code, 2, "{name}: {}", refused.stderr);
+    }
     assert_eq!(p.run(&["mcp", "remove", "gh"]).code, 0);
     assert_eq!(p.run(&["mcp", "remove", "gh"]).code, 1);
     // Claude Code's .mcp.json in the project: shown, and added only once confirmed.

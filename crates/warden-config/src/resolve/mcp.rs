@@ -19,12 +19,14 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            && !name.contains("__");
+            && !name.contains("__")
+            && !name.starts_with('_')
+            && !name.ends_with('_');
         if !fits {
             return Err(blame.error(
                 &["mcp", "servers", &name],
-                "a server's name is letters, digits, '-' and '_', without '__' (its tools are \
-                 mcp__NAME__TOOL)",
+                "a server's name is letters, digits, '-' and '_', without '__' and not starting \
+                 or ending with '_' (its tools are mcp__NAME__TOOL, read back by the first '__')",
             ));
         }
         let RawMcpServer {
