@@ -2,6 +2,7 @@
 //! on, refused before parsing, and a time budget for the rest (its grammar is exponential on
 //! some nestings; the differential fuzz target keeps finding them).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::Analysis;
@@ -22,6 +23,17 @@ pub(super) fn within_budget(command: &str, readers: Readers, budget: Duration) -
         )],
         ..Analysis::default()
     };
+    // Walks left running past their budget hold a core and memory until they end: while
+    // `MOST_RUNAWAY` of them do, a string of the kinds they were is not given to the grammar.
+    if RUNAWAY.load(Ordering::SeqCst) >= MOST_RUNAWAY {
+        return Analysis {
+            unknown: vec![format!(
+                "the shell grammar did not finish reading earlier commands yet, so {command:?} \
+                 is not read now"
+            )],
+            ..Analysis::default()
+        };
+    }
     let Some(worker) = Worker::take() else {
         return walk(command, readers).unwrap_or_default();
     };
@@ -37,9 +49,21 @@ pub(super) fn within_budget(command: &str, readers: Readers, budget: Duration) -
             worker.put_back();
             late()
         }
-        Err(_) => late(),
+        Err(_) => {
+            // Counted before the worker is let go: its thread counts itself out when it finds
+            // no one waiting for its walk.
+            RUNAWAY.fetch_add(1, Ordering::SeqCst);
+            drop(worker);
+            late()
+        }
     }
 }
+
+/// Walks left running past their budget, not yet ended.
+static RUNAWAY: AtomicUsize = AtomicUsize::new(0);
+
+/// How many such walks may run before the grammar is given no more strings.
+const MOST_RUNAWAY: usize = 2;
 
 /// A thread that walks command strings with the grammar, kept between calls (starting a thread
 /// costs more than most walks).
@@ -67,6 +91,8 @@ impl Worker {
             .spawn(move || {
                 for (command, readers) in inbox {
                     if outbox.send(walk(&command, readers)).is_err() {
+                        // No one waited: this walk ran past its budget.
+                        RUNAWAY.fetch_sub(1, Ordering::SeqCst);
                         break;
                     }
                 }
@@ -178,5 +204,18 @@ mod tests {
         let late = within_budget(&slow, Readers::Both, Duration::ZERO);
         assert!(late.unknown[0].contains("did not finish"), "{late:?}");
         assert!(late.is_unknown());
+        // Once the walk left running ends, the grammar reads again.
+        let waited = std::time::Instant::now();
+        while RUNAWAY.load(Ordering::SeqCst) > 0 && waited.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(RUNAWAY.load(Ordering::SeqCst), 0);
+        let again = within_budget(&slow, Readers::Both, GRAMMAR_BUDGET);
+        assert!(!again.is_unknown(), "{again:?}");
+        // While as many as may run past their budget still do, nothing more is handed over.
+        RUNAWAY.store(MOST_RUNAWAY, Ordering::SeqCst);
+        let busy = within_budget(&slow, Readers::Both, GRAMMAR_BUDGET);
+        RUNAWAY.store(0, Ordering::SeqCst);
+        assert!(busy.unknown[0].contains("earlier commands"), "{busy:?}");
     }
 }
