@@ -20,7 +20,7 @@ fn hostile_with(p: &Project, extra: &str) -> std::path::PathBuf {
         format!(
             "[permissions]\nallow = [\"Mcp(hostile)\"]\n\n[mcp.servers.hostile]\n\
              command = \"python3\"\nargs = [{script:?}, {description:?}]\n\
-             tool_timeout_seconds = 2\nallow_read = [{dir:?}, {description:?}]\n{extra}",
+             tool_timeout_seconds = 5\nallow_read = [{dir:?}, {description:?}]\n{extra}",
             script = script.display().to_string(),
             description = description.display().to_string(),
             dir = script.parent().unwrap().display().to_string(),
