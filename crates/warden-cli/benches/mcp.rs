@@ -44,18 +44,13 @@ fn settings(root: &Path, script: &Path, modules: &Path, sandbox: bool) -> Settin
     settings.mcp.servers.insert(
         "everything".to_owned(),
         McpServer {
-            command: "node".to_owned(),
-            args: vec![script.display().to_string(), "stdio".to_owned()],
-            env: std::collections::BTreeMap::new(),
-            env_vars: Vec::new(),
-            cwd: None,
-            enabled: true,
-            enabled_tools: None,
-            disabled_tools: Vec::new(),
-            startup_timeout_seconds: 30,
             tool_timeout_seconds: 30,
             sandbox,
             allow_read: vec![modules.to_path_buf()],
+            ..McpServer::stdio(
+                "node",
+                vec![script.display().to_string(), "stdio".to_owned()],
+            )
         },
     );
     settings
@@ -107,23 +102,18 @@ fn starts(root: &Path) {
     let description = root.join("description.txt");
     std::fs::write(&description, "Looks a word up.").unwrap();
     let mut settings = Settings::defaults(root.to_path_buf());
+    // The interpreter itself: a version manager's shim on PATH would be timed, not it.
     let server = McpServer {
-        // The interpreter itself: a version manager's shim on PATH would be timed, not it.
-        command: "/usr/bin/python3".to_owned(),
-        args: vec![
-            script.display().to_string(),
-            description.display().to_string(),
-        ],
-        env: std::collections::BTreeMap::new(),
-        env_vars: Vec::new(),
-        cwd: None,
-        enabled: true,
-        enabled_tools: None,
-        disabled_tools: Vec::new(),
-        startup_timeout_seconds: 30,
         tool_timeout_seconds: 30,
         sandbox: false,
         allow_read: vec![script.parent().unwrap().to_path_buf(), description.clone()],
+        ..McpServer::stdio(
+            "/usr/bin/python3",
+            vec![
+                script.display().to_string(),
+                description.display().to_string(),
+            ],
+        )
     };
     let time_start = |sandbox: bool, settings: &mut Settings| {
         settings.mcp.servers.insert(

@@ -50,18 +50,9 @@ mod tests {
     #[test]
     fn only_the_named_variables_reach_a_server() {
         let server = McpServer {
-            command: "srv".to_owned(),
-            args: Vec::new(),
             env: BTreeMap::from([("MODE".to_owned(), "ci".to_owned())]),
             env_vars: vec!["GITHUB_TOKEN".to_owned()],
-            cwd: None,
-            enabled: true,
-            enabled_tools: None,
-            disabled_tools: Vec::new(),
-            startup_timeout_seconds: 30,
-            tool_timeout_seconds: 120,
-            sandbox: true,
-            allow_read: Vec::new(),
+            ..McpServer::stdio("srv", Vec::new())
         };
         let warden = |key: &str| match key {
             "PATH" => Some("/bin".to_owned()),

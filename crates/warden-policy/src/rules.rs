@@ -292,9 +292,7 @@ impl Rule {
             .then(|| serde_json::from_str::<serde_json::Value>(target).ok())
             .flatten()
             .and_then(|args| args.get("server")?.as_str().map(str::to_owned));
-        let split = name
-            .strip_prefix("mcp__")
-            .and_then(|rest| rest.split_once("__"));
+        let split = mcp_parts(name);
         let Some((server, tool)) = resource_of
             .as_deref()
             .map(|server| (server, "readMcpResource"))
@@ -314,6 +312,11 @@ impl Rule {
         }
         ruled.strip_prefix("mcp__") == Some(server) && self.matches_text(target)
     }
+}
+
+/// The server and tool a `mcp__SERVER__TOOL` name stands for.
+pub(crate) fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix("mcp__")?.split_once("__")
 }
 
 /// `npm test:*` (an older spelling) means `npm test *`; runs of spaces are one space.

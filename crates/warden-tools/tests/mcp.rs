@@ -22,21 +22,16 @@ fn a_tool_changed_during_the_session_is_held_despite_an_allow_rule() {
     settings.mcp.servers.insert(
         "hostile".to_owned(),
         McpServer {
-            command: "python3".to_owned(),
-            args: vec![
-                script.display().to_string(),
-                description.display().to_string(),
-            ],
-            env: std::collections::BTreeMap::new(),
-            env_vars: Vec::new(),
-            cwd: None,
-            enabled: true,
-            enabled_tools: None,
-            disabled_tools: Vec::new(),
             startup_timeout_seconds: 10,
             tool_timeout_seconds: 10,
             sandbox: false,
-            allow_read: Vec::new(),
+            ..McpServer::stdio(
+                "python3",
+                vec![
+                    script.display().to_string(),
+                    description.display().to_string(),
+                ],
+            )
         },
     );
     let ctx = ToolContext::from_settings(&settings).unwrap();

@@ -36,14 +36,7 @@ fn user_settings() -> Result<PathBuf, CliError> {
 }
 
 fn valid_name(name: &str) -> Result<(), CliError> {
-    let fits = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && !name.contains("__")
-        && !name.starts_with('_')
-        && !name.ends_with('_');
-    if fits {
+    if warden_config::McpServer::name_fits(name) {
         Ok(())
     } else {
         Err(CliError::usage(anyhow!(

@@ -15,14 +15,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
         let error = |field: &str, message: &str| {
             blame.error(&["mcp", "servers", &name, field], message.to_owned())
         };
-        let fits = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            && !name.contains("__")
-            && !name.starts_with('_')
-            && !name.ends_with('_');
-        if !fits {
+        if !McpServer::name_fits(&name) {
             return Err(blame.error(
                 &["mcp", "servers", &name],
                 "a server's name is letters, digits, '-' and '_', without '__' and not starting \

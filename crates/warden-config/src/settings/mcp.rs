@@ -44,6 +44,37 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// A server started as `command args`, every other key at its default.
+    pub fn stdio(command: impl Into<String>, args: Vec<String>) -> McpServer {
+        McpServer {
+            command: command.into(),
+            args,
+            env: BTreeMap::new(),
+            env_vars: Vec::new(),
+            cwd: None,
+            enabled: true,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            startup_timeout_seconds: 30,
+            tool_timeout_seconds: 120,
+            sandbox: true,
+            allow_read: Vec::new(),
+        }
+    }
+
+    /// Whether `name` may name a server: letters, digits, `-` and `_`, without `__` and not
+    /// starting or ending with `_` (its tools are `mcp__NAME__TOOL`, read back by the first
+    /// `__`: `mcp__a___x` is `a`'s `_x`, so `a_` could pass for `a`).
+    pub fn name_fits(name: &str) -> bool {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            && !name.contains("__")
+            && !name.starts_with('_')
+            && !name.ends_with('_')
+    }
+
     /// Whether the settings offer `tool` of this server.
     pub fn offers(&self, tool: &str) -> bool {
         self.enabled_tools

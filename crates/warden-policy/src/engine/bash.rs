@@ -465,7 +465,7 @@ fn unresolved(raw: &[String], cwd: &Path, home: &Path) -> Vec<(String, Target)> 
 fn resolvable(path: &str) -> bool {
     let home = expand_home(path);
     !(home.contains('$')
-        || path == "<stdin>"
+        || path == crate::shell::STDIN
         || path == "{}"
         || path.contains("<(…)")
         || path.is_empty())

@@ -174,9 +174,7 @@ impl Engine {
             Action::Tool { name, target } => {
                 let other = RuleTool::Other(name.clone());
                 let mcp = RuleTool::Other("Mcp".to_owned());
-                let server = name
-                    .strip_prefix("mcp__")
-                    .and_then(|rest| rest.split_once("__"))
+                let server = crate::rules::mcp_parts(name)
                     .map(|(server, _)| RuleTool::Other(format!("mcp__{server}")));
                 let kinds: Vec<RuleTool> = [Some(other), Some(mcp), server]
                     .into_iter()

@@ -231,10 +231,7 @@ impl Engine {
                 outcome_word(outcome)
             )
         });
-        let reason = match name
-            .strip_prefix("mcp__")
-            .and_then(|rest| rest.split_once("__"))
-        {
+        let reason = match crate::rules::mcp_parts(name) {
             Some((server, _)) => format!(
                 "{name} is a tool of the MCP server {server}: what a server says of its tools is \
                  not trusted, so a call runs only when a rule allows it (Mcp({server}), {name})"

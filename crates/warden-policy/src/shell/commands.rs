@@ -5,7 +5,7 @@ use super::programs::SHELLS;
 use super::{Arg, SimpleCommand};
 
 /// The word standing for the arguments xargs reads from its input.
-pub(super) const STDIN: &str = "<stdin>";
+pub(crate) const STDIN: &str = "<stdin>";
 
 /// What a command turns out to run.
 pub(super) enum Expansion {

@@ -19,6 +19,7 @@ mod words;
 
 use serde::Serialize;
 
+pub(crate) use commands::STDIN;
 pub use walk::{analyze, analyze_by_grammar, in_common_subset};
 
 /// Everything a command string would run.
