@@ -79,6 +79,9 @@ fn a_server_sees_only_the_variables_named_for_it() {
     let Some(script) = everything() else { return };
     // The probe: the server prints its environment. A variable set only in the test's own
     // environment is not there; one passed by name is.
+    // CARGO_MANIFEST_DIR is in this test's environment (cargo sets it), so its absence below
+    // is the minimal environment's doing, not the variable's.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
     let secret = ("WARDEN_MCP_TEST_NAMED".to_owned(), "named-value".to_owned());
     let server = Server::start(launch(&script, vec![secret])).unwrap();
     let env = server.call("get-env", json!({})).unwrap().text;
