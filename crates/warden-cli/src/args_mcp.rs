@@ -31,7 +31,7 @@ pub enum McpCommand {
         json: bool,
     },
     /// Add a server to your settings: `warden mcp add NAME [--env K=V] [--env-var NAME] --
-    /// COMMAND [ARGS...]`.
+    /// COMMAND [ARGS...]`, or `warden mcp add NAME --url URL [--header 'Name: value']`.
     Add {
         /// Its name: letters, digits, `-` and `_`.
         name: String,
@@ -41,8 +41,15 @@ pub enum McpCommand {
         /// A variable passed from warden's environment by name (repeatable).
         #[arg(long = "env-var", value_name = "NAME")]
         env_vars: Vec<String>,
+        /// A streamable HTTP server's address, instead of a program.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// A header sent to the --url server, `${NAME}` read from warden's environment when it
+        /// is reached (repeatable): `--header 'Authorization: Bearer ${TOKEN}'`.
+        #[arg(long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
         /// The program and its arguments.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Remove a server from your settings. Exit 1 when it was not there.

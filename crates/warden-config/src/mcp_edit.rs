@@ -8,7 +8,12 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 /// A server to write: what `[mcp.servers.NAME]` holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewMcpServer {
+    /// The program; empty for a server at `url`.
     pub command: String,
+    /// A streamable HTTP server's address.
+    pub url: Option<String>,
+    /// Headers for a `url` server (`${NAME}` read from the environment when it is reached).
+    pub headers: Vec<(String, String)>,
     pub args: Vec<String>,
     /// Set by value.
     pub env: Vec<(String, String)>,
@@ -77,6 +82,18 @@ pub fn add_mcp_server(path: &Path, name: &str, server: &NewMcpServer) -> Result<
         ));
     }
     let mut table = Table::new();
+    if let Some(url) = &server.url {
+        table.insert("url", value(url.as_str()));
+        if !server.headers.is_empty() {
+            let mut headers = InlineTable::new();
+            for (key, val) in &server.headers {
+                headers.insert(key, val.as_str().into());
+            }
+            table.insert("headers", value(headers));
+        }
+        servers.insert(name, Item::Table(table));
+        return write(path, &document);
+    }
     table.insert("command", value(server.command.as_str()));
     if !server.args.is_empty() {
         table.insert("args", value(server.args.iter().collect::<Array>()));
@@ -124,6 +141,7 @@ mod tests {
             args: vec!["-y".to_owned(), "@x/server".to_owned()],
             env: vec![("MODE".to_owned(), "ci".to_owned())],
             env_vars: vec!["TOKEN".to_owned()],
+            ..NewMcpServer::default()
         };
         add_mcp_server(&path, "x", &server).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -140,5 +158,23 @@ mod tests {
         assert!(remove_mcp_server(&path, "x").unwrap());
         assert!(!remove_mcp_server(&path, "x").unwrap());
         assert!(mcp_server_names(&path).unwrap().is_empty());
+        let web = NewMcpServer {
+            url: Some("https://mcp.example/mcp".to_owned()),
+            headers: vec![("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned())],
+            ..NewMcpServer::default()
+        };
+        add_mcp_server(&path, "web", &web).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed = crate::parse_str(&text, &path).unwrap();
+        let servers = parsed.mcp.unwrap().servers.unwrap();
+        assert_eq!(
+            servers["web"].url.as_deref(),
+            Some("https://mcp.example/mcp")
+        );
+        assert!(servers["web"].command.is_none(), "{text}");
+        assert_eq!(
+            servers["web"].headers.as_ref().unwrap()["Authorization"],
+            "Bearer ${TOKEN}"
+        );
     }
 }

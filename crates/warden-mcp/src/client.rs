@@ -7,15 +7,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+    CallToolRequestParams, ClientCapabilities, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    InitializeRequestParams,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::IntoTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
+use crate::elicit::{Answer, Asker, Question, misfit, with_defaults};
 use crate::result::CallOutcome;
 use crate::{Launch, McpError, McpTool};
 
@@ -28,18 +32,93 @@ const STDERR_TAIL: usize = 2048;
 
 /// What warden tells a server about itself, and what it hears back.
 struct Handler {
+    /// The server's name in the settings.
+    server: String,
     /// Set when the server says its tools changed; the list is read again before the next use.
     tools_changed: Arc<AtomicBool>,
+    /// Who answers the server's questions; none when warden runs headless.
+    asker: Option<Asker>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
-        // No sampling, no roots, no elicitation: a server asking for them is told the method
-        // is not there (the SDK's default answers).
+        // No sampling and no roots: a server asking for them is told the method is not there
+        // (the SDK's default answers). Forms are answered when someone can answer them.
+        let mut capabilities = ClientCapabilities::default();
+        if self.asker.is_some() {
+            let mut elicitation = ElicitationCapability::new();
+            elicitation.form = Some(FormElicitationCapability::new());
+            capabilities.elicitation = Some(elicitation);
+        }
+        // The newest version with an `initialize`; a server answering an older one (back to
+        // 2024-11-05) is spoken to in that one.
         InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("warden", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let (message, schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message,
+                serde_json::to_value(&requested_schema).unwrap_or_default(),
+            ),
+            _ => {
+                return Err(ErrorData::invalid_request(
+                    "warden does not open a server's address for input: only forms are \
+                     answered",
+                    None,
+                ));
+            }
+        };
+        let Some(asker) = self.asker.clone() else {
+            return Err(ErrorData::invalid_request(
+                "warden runs without a person to answer (headless): the request for input \
+                 was refused",
+                None,
+            ));
+        };
+        let question = Question {
+            server: self.server.clone(),
+            message,
+            schema,
+        };
+        let answer = tokio::task::spawn_blocking(move || {
+            match asker.ask(&question) {
+                // A field left alone is answered with its default (SEP-1034).
+                Answer::Accept(content) => {
+                    let content = with_defaults(&question.schema, content);
+                    match misfit(&question.schema, &content) {
+                        Some(why) => {
+                            Answer::Refuse(format!("the answer does not fit the form: {why}"))
+                        }
+                        None => Answer::Accept(content),
+                    }
+                }
+                other => other,
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Answer::Refuse("asking the person failed".to_owned()));
+        match answer {
+            Answer::Accept(content) => {
+                Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(Value::Object(content)))
+            }
+            Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Answer::Refuse(why) => Err(ErrorData::invalid_request(why, None)),
+        }
     }
 
     fn on_tool_list_changed(
@@ -77,6 +156,8 @@ enum Process {
     Given {
         _keep: Box<dyn Send + Sync>,
     },
+    /// A server reached over HTTP: no process of warden's.
+    Remote,
 }
 
 /// A started, initialised server. Dropping it ends the session and kills the process.
@@ -94,6 +175,9 @@ impl Server {
     /// Starts the server's program (`launch`'s command, environment and directory) and
     /// initialises the session, within its start-up timeout.
     pub fn start(launch: Launch) -> Result<Server, McpError> {
+        if let Some(url) = launch.url.clone() {
+            return Self::connect(launch, &url);
+        }
         let runtime = runtime()?;
         let mut command = Command::new(&launch.command);
         command
@@ -167,24 +251,71 @@ impl Server {
         )
     }
 
-    /// `initialize` over `streams`, within the start-up timeout.
-    fn initialise<R, W>(
+    /// Reaches a streamable HTTP server at `url` over warden's HTTP client, its headers'
+    /// `${NAME}`s read from warden's environment, and initialises the session.
+    fn connect(launch: Launch, url: &str) -> Result<Server, McpError> {
+        let settings = |message: String| McpError::Settings {
+            server: launch.name.clone(),
+            message,
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| settings(format!("url {url:?}: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(settings(format!("url {url:?} is not http or https")));
+        }
+        let mut headers = std::collections::HashMap::new();
+        for (name, value) in &launch.headers {
+            if crate::http::reserved(name) {
+                return Err(settings(format!(
+                    "the header {name} is the transport's own and cannot be set"
+                )));
+            }
+            let value = crate::expand(value, |key| std::env::var(key).ok())
+                .map_err(|why| settings(format!("header {name}: {why}")))?;
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| settings(format!("{name:?} is not a header's name")))?;
+            let mut value = http::HeaderValue::from_str(&value)
+                .map_err(|_| settings(format!("header {name}'s value is not valid in HTTP")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let client = crate::http::Http::new(launch.startup_timeout)
+            .map_err(|e| McpError::Runtime(std::io::Error::other(e)))?;
+        let runtime = runtime()?;
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url,
+            )
+            .custom_headers(headers)
+            .max_sse_event_size(crate::http::MAX_MESSAGE);
+        config.max_json_response_size = crate::http::MAX_MESSAGE;
+        let transport = {
+            let _entered = runtime.enter();
+            rmcp::transport::StreamableHttpClientTransport::with_client(client, config)
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        Self::initialise(launch, runtime, transport, stderr, Process::Remote)
+    }
+
+    /// `initialize` over `transport`, within the start-up timeout.
+    fn initialise<T, E, A>(
         launch: Launch,
         runtime: tokio::runtime::Runtime,
-        streams: (R, W),
+        transport: T,
         stderr: Arc<Mutex<Vec<u8>>>,
         process: Process,
     ) -> Result<Server, McpError>
     where
-        R: tokio::io::AsyncRead + Send + Unpin + 'static,
-        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let tools_changed = Arc::new(AtomicBool::new(false));
         let handler = Handler {
+            server: launch.name.clone(),
             tools_changed: Arc::clone(&tools_changed),
+            asker: launch.asker.clone(),
         };
         let started = runtime.block_on(async {
-            tokio::time::timeout(launch.startup_timeout, handler.serve(streams)).await
+            tokio::time::timeout(launch.startup_timeout, handler.serve(transport)).await
         });
         let tail = |stderr: &Arc<Mutex<Vec<u8>>>| stderr_note(stderr);
         let service = match started {
@@ -193,7 +324,7 @@ impl Server {
                 return Err(McpError::Protocol {
                     server: launch.name.clone(),
                     what: "initialize".to_owned(),
-                    message: error.to_string(),
+                    message: with_causes(&error),
                     stderr: tail(&stderr),
                 });
             }
@@ -376,7 +507,7 @@ impl Server {
             Ok(Err(error)) => Err(McpError::Protocol {
                 server: self.launch.name.clone(),
                 what: what.to_owned(),
-                message: error.to_string(),
+                message: with_causes(&error),
                 stderr: stderr_note(&self.stderr),
             }),
             Err(_) => Err(McpError::Timeout {
@@ -400,8 +531,9 @@ impl Drop for Server {
             Process::Child(child) => {
                 let _ = child.start_kill();
             }
-            // Dropped with the server: a sandboxed command's handle kills it and its tree.
-            Process::Given { .. } => {}
+            // Dropped with the server: a sandboxed command's handle kills it and its tree. An
+            // HTTP server's session was ended by `close` (its DELETE).
+            Process::Given { .. } | Process::Remote => {}
         }
     }
 }
@@ -435,6 +567,22 @@ fn keep_tail(
             }
         }
     });
+}
+
+/// `error` and what caused it, each once: a transport's failure says little on its own
+/// ("error sending request") and everything with its causes ("connection refused").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = inner.source();
+    }
+    message
 }
 
 /// The end of the server's standard error, as a note to an error message.

@@ -41,6 +41,33 @@ pub fn environment(
     env
 }
 
+/// `value` with each `${NAME}` replaced by the variable `NAME` from `lookup` (an HTTP server's
+/// header: `Bearer ${GITHUB_TOKEN}`). A variable that is not set is an error naming it, not an
+/// empty value: a header sent without its token fails later and less clearly. `$` not followed
+/// by `{` stands for itself.
+pub fn expand(value: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("{value:?} opens ${{ without closing it"));
+        };
+        let name = &after[..end];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("${{{name}}} is not a variable's name"));
+        }
+        match lookup(name) {
+            Some(found) => out.push_str(&found),
+            None => return Err(format!("the variable {name} is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -65,5 +92,20 @@ mod tests {
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["PATH", "HOME", "GITHUB_TOKEN", "MODE"]);
         assert!(!env.iter().any(|(_, v)| v == "not-named"));
+    }
+
+    #[test]
+    fn a_header_takes_its_variables_and_names_a_missing_one() {
+        let lookup = |key: &str| (key == "TOKEN").then(|| "s3cret".to_owned());
+        assert_eq!(expand("Bearer ${TOKEN}", lookup).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("a$b ${TOKEN}$", lookup).unwrap(), "a$b s3cret$");
+        assert_eq!(expand("plain", lookup).unwrap(), "plain");
+        assert!(
+            expand("${MISSING}", lookup)
+                .unwrap_err()
+                .contains("MISSING")
+        );
+        assert!(expand("${TOKEN", lookup).is_err());
+        assert!(expand("${A-B}", lookup).is_err());
     }
 }

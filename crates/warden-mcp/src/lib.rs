@@ -4,11 +4,14 @@
 //! and owns the server's process; deciding whether a call may run is the policy's.
 
 mod client;
+mod elicit;
 mod environment;
+mod http;
 mod result;
 
 pub use client::{Given, Server, ServerInfo};
-pub use environment::environment;
+pub use elicit::{Answer, Asker, Question, with_defaults};
+pub use environment::{environment, expand};
 pub use result::{CallOutcome, MAX_TEXT, text_of};
 
 use std::time::Duration;
@@ -46,11 +49,18 @@ pub struct McpTool {
     pub annotations: Option<serde_json::Value>,
 }
 
-/// How to start one server.
+/// How to start (or reach) one server.
 #[derive(Debug, Clone)]
 pub struct Launch {
     /// The server's name in the settings.
     pub name: String,
+    /// A streamable HTTP server's address; `None` for a program on standard input and output.
+    pub url: Option<String>,
+    /// An HTTP server's headers, as the settings give them: `${NAME}` in a value is the
+    /// variable `NAME` of warden's environment, read when the server is reached.
+    pub headers: Vec<(String, String)>,
+    /// Who answers the server's requests for input; none refuses them (headless).
+    pub asker: Option<Asker>,
     pub command: String,
     pub args: Vec<String>,
     /// Its whole environment: nothing of warden's is inherited.
@@ -69,6 +79,13 @@ impl Launch {
     ) -> Launch {
         Launch {
             name: name.to_owned(),
+            url: server.url.clone(),
+            headers: server
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            asker: None,
             command: server.command.clone(),
             args: server.args.clone(),
             env: environment(server, |key| std::env::var(key).ok()),
@@ -104,6 +121,8 @@ pub enum McpError {
     },
     #[error("MCP server {server} has no tool {tool:?}")]
     NoTool { server: String, tool: String },
+    #[error("MCP server {server}: {message}")]
+    Settings { server: String, message: String },
     #[error("MCP tool arguments must be a JSON object, not {0}")]
     Arguments(String),
     #[error("cannot run the MCP client: {0}")]

@@ -3,36 +3,23 @@
 //! Without it the tests say so and pass only where `WARDEN_REQUIRE_PEERS` is unset.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod peers;
+
+use peers::everything;
+
 use std::time::Duration;
 
 use serde_json::json;
 use warden_mcp::{Launch, McpError, Server};
-
-/// The server's script, if installed.
-fn everything() -> Option<PathBuf> {
-    let peers = std::env::var_os("WARDEN_MCP_PEERS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
-        PathBuf::from,
-    );
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if script.exists() {
-        return Some(script);
-    }
-    assert!(
-        std::env::var_os("WARDEN_REQUIRE_PEERS").is_none(),
-        "{} is not installed (see .ci/run)",
-        script.display()
-    );
-    eprintln!("skipped: {} is not installed", script.display());
-    None
-}
 
 fn launch(script: &std::path::Path, env: Vec<(String, String)>) -> Launch {
     let mut env = env;
     env.push(("PATH".to_owned(), std::env::var("PATH").unwrap()));
     Launch {
         name: "everything".to_owned(),
+        url: None,
+        headers: Vec::new(),
+        asker: None,
         command: "node".to_owned(),
         args: vec![script.display().to_string(), "stdio".to_owned()],
         env,
@@ -119,6 +106,9 @@ fn a_call_past_its_timeout_is_cancelled_and_the_session_goes_on() {
 fn a_program_that_is_not_there_is_a_clear_error() {
     let launch = Launch {
         name: "ghost".to_owned(),
+        url: None,
+        headers: Vec::new(),
+        asker: None,
         command: "/nonexistent/mcp-server".to_owned(),
         args: Vec::new(),
         env: Vec::new(),
@@ -139,6 +129,9 @@ fn a_program_that_is_not_there_is_a_clear_error() {
 fn a_program_that_does_not_speak_mcp_fails_its_start_with_what_it_said() {
     let launch = Launch {
         name: "mute".to_owned(),
+        url: None,
+        headers: Vec::new(),
+        asker: None,
         command: "sh".to_owned(),
         args: vec![
             "-c".to_owned(),
@@ -152,4 +145,40 @@ fn a_program_that_does_not_speak_mcp_fails_its_start_with_what_it_said() {
     let error = Server::start(launch).err().unwrap().to_string();
     assert!(error.contains("mute"), "{error}");
     assert!(error.contains("not a server"), "{error}");
+}
+
+#[test]
+fn a_form_of_the_real_server_is_answered_only_when_someone_can_answer() {
+    let Some(script) = everything() else { return };
+    // Headless, warden does not say it answers forms, and the server offers no tool that asks.
+    let headless = Server::start(launch(&script, Vec::new())).unwrap();
+    let names: Vec<String> = headless
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "trigger-elicitation-request"),
+        "{names:?}"
+    );
+    // With a person, it does; what they filled in and the defaults of what they left go back.
+    let mut with = launch(&script, Vec::new());
+    with.asker = Some(warden_mcp::Asker::new(|question: &warden_mcp::Question| {
+        assert_eq!(question.server, "everything");
+        assert!(question.schema["properties"]["firstLine"]["default"].is_string());
+        warden_mcp::Answer::Accept(serde_json::Map::from_iter([
+            ("name".to_owned(), json!("Ada Lovelace")),
+            ("check".to_owned(), json!(true)),
+        ]))
+    }));
+    let server = Server::start(with).unwrap();
+    let outcome = server
+        .call("trigger-elicitation-request", json!({}))
+        .unwrap();
+    assert!(outcome.text.contains("Ada Lovelace"), "{outcome:?}");
+    assert!(
+        outcome.text.contains("It was a dark and stormy night."),
+        "{outcome:?}"
+    );
 }

@@ -117,6 +117,9 @@ pub struct ToolContext {
     /// The secret list as the sandbox applies it to every command (the path policy applies the
     /// same list to the file tools).
     pub mask: warden_sandbox::MaskRule,
+    /// Who answers an MCP server's requests for input (a person at the terminal); none refuses
+    /// them, saying warden runs headless.
+    pub mcp_asker: Option<warden_mcp::Asker>,
 }
 
 /// One shell command a session ran (or started in the background).
@@ -173,6 +176,7 @@ impl ToolContext {
                 .with_hidden_files(&settings.dirs.state_files())
                 .with_secrets(secrets),
             mask,
+            mcp_asker: None,
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),

@@ -82,8 +82,12 @@ impl McpServers {
             if !server.enabled || only.is_some_and(|only| only != name) {
                 continue;
             }
-            let launch = Launch::from_settings(name, server, &settings.project_root);
-            let started = if server.sandbox {
+            let mut launch = Launch::from_settings(name, server, &settings.project_root);
+            launch.asker.clone_from(&ctx.mcp_asker);
+            // A server at a url runs elsewhere: warden only speaks to it, over its own client.
+            let started = if launch.url.is_some() {
+                Server::start(launch)
+            } else if server.sandbox {
                 start_sandboxed(ctx, launch, &server.allow_read)
             } else {
                 out.problems.push(format!(

@@ -21,8 +21,10 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
             name,
             env,
             env_vars,
+            url,
+            headers,
             command,
-        } => add(&name, &env, env_vars, command),
+        } => add(&name, &env, env_vars, url, &headers, command),
         McpCommand::Remove { name } => remove(&name),
         McpCommand::Import { file, yes } => import(dir, file, yes),
     }
@@ -50,9 +52,69 @@ fn add(
     name: &str,
     env: &[String],
     env_vars: Vec<String>,
+    url: Option<String>,
+    headers: &[String],
     command: Vec<String>,
 ) -> Result<Exit, CliError> {
     valid_name(name)?;
+    let server = match url {
+        Some(url) => remote(url, headers, &command, env, &env_vars)?,
+        None => program(command, env, env_vars)?,
+    };
+    let path = user_settings()?;
+    warden_config::add_mcp_server(&path, name, &server).map_err(|e| CliError::usage(anyhow!(e)))?;
+    println!(
+        "added {name}: {} to {}",
+        super::mcp_import::line(&server),
+        path.display()
+    );
+    Ok(Exit::Success)
+}
+
+/// `--url URL [--header 'Name: value']`: a streamable HTTP server.
+fn remote(
+    url: String,
+    headers: &[String],
+    command: &[String],
+    env: &[String],
+    env_vars: &[String],
+) -> Result<NewMcpServer, CliError> {
+    if !command.is_empty() || !env.is_empty() || !env_vars.is_empty() {
+        return Err(CliError::usage(anyhow!(
+            "a server at --url has no command, --env or --env-var (its headers take ${{NAME}})"
+        )));
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(CliError::usage(anyhow!(
+            "--url {url:?} is not http:// or https://"
+        )));
+    }
+    let mut pairs = Vec::new();
+    for header in headers {
+        let (key, value) = header
+            .split_once(':')
+            .filter(|(k, _)| !k.trim().is_empty())
+            .ok_or_else(|| CliError::usage(anyhow!("--header {header:?} is not 'Name: value'")))?;
+        pairs.push((key.trim().to_owned(), value.trim().to_owned()));
+    }
+    Ok(NewMcpServer {
+        url: Some(url),
+        headers: pairs,
+        ..NewMcpServer::default()
+    })
+}
+
+/// `-- COMMAND [ARGS...]`: a program warden starts.
+fn program(
+    command: Vec<String>,
+    env: &[String],
+    env_vars: Vec<String>,
+) -> Result<NewMcpServer, CliError> {
+    if command.is_empty() {
+        return Err(CliError::usage(anyhow!(
+            "name the server's program after `--`, or its address with --url"
+        )));
+    }
     let mut words = command.into_iter();
     let program = words.next().unwrap_or_default();
     let mut pairs = Vec::new();
@@ -63,20 +125,13 @@ fn add(
             .ok_or_else(|| CliError::usage(anyhow!("--env {pair:?} is not KEY=VALUE")))?;
         pairs.push((key.to_owned(), value.to_owned()));
     }
-    let server = NewMcpServer {
+    Ok(NewMcpServer {
         command: program,
         args: words.collect(),
         env: pairs,
         env_vars,
-    };
-    let path = user_settings()?;
-    warden_config::add_mcp_server(&path, name, &server).map_err(|e| CliError::usage(anyhow!(e)))?;
-    println!(
-        "added {name}: {} to {}",
-        super::mcp_import::line(&server),
-        path.display()
-    );
-    Ok(Exit::Success)
+        ..NewMcpServer::default()
+    })
 }
 
 fn remove(name: &str) -> Result<Exit, CliError> {
@@ -177,7 +232,7 @@ fn list(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
     }
     for (name, server) in &settings.mcp.servers {
         let state = if server.enabled { "" } else { "  (disabled)" };
-        let mut line = server.command.clone();
+        let mut line = server.url.clone().unwrap_or_else(|| server.command.clone());
         for arg in &server.args {
             line.push(' ');
             line.push_str(arg);

@@ -78,8 +78,16 @@ fn convert(server: &Value) -> Result<NewMcpServer, String> {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("stdio");
-    if server.get("url").is_some() || kind != "stdio" {
-        return Err("an HTTP server: warden does not speak to those yet".to_owned());
+    if kind == "sse" {
+        return Err("the older HTTP+SSE transport: warden speaks streamable HTTP".to_owned());
+    }
+    if let Some(url) = server.get("url") {
+        return remote(server, url);
+    }
+    if kind != "stdio" {
+        return Err(format!(
+            "a server of type {kind:?}, which warden does not know"
+        ));
     }
     let command = server
         .get("command")
@@ -124,6 +132,43 @@ fn convert(server: &Value) -> Result<NewMcpServer, String> {
         args,
         env,
         env_vars,
+        ..NewMcpServer::default()
+    })
+}
+
+/// A streamable HTTP server: Claude Code's `headers` (whose `${NAME}`s warden reads the same
+/// way), Codex's `http_headers`, `env_http_headers` (header → variable) and
+/// `bearer_token_env_var`.
+fn remote(server: &Value, url: &Value) -> Result<NewMcpServer, String> {
+    let url = url
+        .as_str()
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .ok_or("its url is not http:// or https://")?
+        .to_owned();
+    let table = |key: &str| {
+        server
+            .get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect::<Vec<_>>()
+    };
+    let mut headers = table("headers");
+    headers.extend(table("http_headers"));
+    for (header, variable) in table("env_http_headers") {
+        headers.push((header, format!("${{{variable}}}")));
+    }
+    if let Some(variable) = server.get("bearer_token_env_var").and_then(Value::as_str) {
+        headers.push((
+            "Authorization".to_owned(),
+            format!("Bearer ${{{variable}}}"),
+        ));
+    }
+    Ok(NewMcpServer {
+        url: Some(url),
+        headers,
+        ..NewMcpServer::default()
     })
 }
 
@@ -143,6 +188,15 @@ pub(super) fn printable(text: &str) -> String {
 
 /// A server as one line for a person: its command, and what its environment takes.
 pub(super) fn line(server: &NewMcpServer) -> String {
+    if let Some(url) = &server.url {
+        let mut out = printable(url);
+        if !server.headers.is_empty() {
+            // Only the names: a header's value may be a token written out.
+            let names: Vec<String> = server.headers.iter().map(|(k, _)| printable(k)).collect();
+            let _ = write!(out, "  (headers {})", names.join(", "));
+        }
+        return out;
+    }
     let mut out = printable(&server.command);
     for arg in &server.args {
         out.push(' ');
@@ -163,7 +217,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claude_and_codex_servers_are_read_and_http_ones_are_said_not_to_be() {
+    fn claude_and_codex_servers_are_read_with_their_http_headers() {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("p");
         let claude = dir.path().join(".mcp.json");
@@ -171,7 +225,8 @@ mod tests {
             &claude,
             r#"{"mcpServers": {
                 "gh": {"command": "gh-mcp", "args": ["stdio"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "MODE": "ro"}},
-                "web": {"type": "http", "url": "https://x.example/mcp"}
+                "web": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}},
+                "old": {"type": "sse", "url": "https://x.example/sse"}
             }}"#,
         )
         .unwrap();
@@ -180,15 +235,33 @@ mod tests {
         let server = gh.server.as_ref().unwrap();
         assert_eq!(server.env_vars, ["GITHUB_TOKEN"]);
         assert_eq!(server.env, [("MODE".to_owned(), "ro".to_owned())]);
-        assert!(found.iter().any(|f| f.name == "web" && f.server.is_err()));
+        let web = found.iter().find(|f| f.name == "web").unwrap();
+        let web = web.server.as_ref().unwrap();
+        assert_eq!(web.url.as_deref(), Some("https://x.example/mcp"));
+        assert_eq!(
+            web.headers,
+            [("Authorization".to_owned(), "Bearer ${WEB_TOKEN}".to_owned())]
+        );
+        assert!(!line(web).contains("WEB_TOKEN"), "{}", line(web));
+        assert!(found.iter().any(|f| f.name == "old" && f.server.is_err()));
         let codex = dir.path().join("config.toml");
         std::fs::write(
             &codex,
-            "model = \"x\"\n[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@m/fs\"]\n",
+            "model = \"x\"\n[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"@m/fs\"]\n\
+             [mcp_servers.gh]\nurl = \"https://gh.example/mcp\"\nbearer_token_env_var = \"GH_PAT\"\n\
+             env_http_headers = { \"X-Org\" = \"ORG_ID\" }\n",
         )
         .unwrap();
         let found = read(&codex, &project).unwrap();
         assert_eq!(found[0].name, "fs");
         assert_eq!(found[0].server.as_ref().unwrap().args, ["-y", "@m/fs"]);
+        let gh = found[1].server.as_ref().unwrap();
+        assert_eq!(
+            gh.headers,
+            [
+                ("X-Org".to_owned(), "${ORG_ID}".to_owned()),
+                ("Authorization".to_owned(), "Bearer ${GH_PAT}".to_owned())
+            ]
+        );
     }
 }

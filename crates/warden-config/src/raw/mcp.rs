@@ -19,13 +19,20 @@ pub struct RawMcp {
 
 merge_struct!(RawMcp { servers });
 
-/// `[mcp.servers.NAME]`: one MCP server, started as a program that speaks MCP on its standard
-/// input and output.
+/// `[mcp.servers.NAME]`: one MCP server, either started as a program that speaks MCP on its
+/// standard input and output (`command`) or reached over streamable HTTP (`url`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct RawMcpServer {
-    /// The program to start. Required.
+    /// The program to start. Required unless `url` is set.
     pub command: Option<String>,
+    /// A streamable HTTP server's address (`https://example.com/mcp`), reached by warden's own
+    /// HTTP client. Required unless `command` is set; the two do not go together.
+    pub url: Option<String>,
+    /// HTTP headers sent to a `url` server with every request. `${NAME}` in a value is the
+    /// variable `NAME` of warden's environment (`Authorization = "Bearer ${GITHUB_TOKEN}"`);
+    /// a variable that is not set stops the server from starting. Default none.
+    pub headers: Option<BTreeMap<String, String>>,
     /// Its arguments. Default none.
     pub args: Option<Vec<String>>,
     /// Variables set in its environment, by value. Its environment holds nothing else but

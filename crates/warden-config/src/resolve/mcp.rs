@@ -22,8 +22,17 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                  or ending with '_' (its tools are mcp__NAME__TOOL, read back by the first '__')",
             ));
         }
+        let server_keys = [
+            ("args", server.args.is_some()),
+            ("env", server.env.is_some()),
+            ("env_vars", server.env_vars.is_some()),
+            ("cwd", server.cwd.is_some()),
+            ("allow_read", server.allow_read.is_some()),
+        ];
         let RawMcpServer {
             command,
+            url,
+            headers,
             args,
             env,
             env_vars,
@@ -36,9 +45,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             sandbox,
             allow_read,
         } = server;
-        let command = command
-            .filter(|c| !c.trim().is_empty())
-            .ok_or_else(|| error("command", "required for every server"))?;
+        let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
         let positive = |value: Option<u64>, field: &str, default: u64| match value {
             Some(0) => Err(error(field, "must be greater than zero")),
             Some(value) => Ok(value),
@@ -68,6 +75,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             name.clone(),
             McpServer {
                 command,
+                url,
+                headers,
                 args: args.unwrap_or_default(),
                 env,
                 env_vars: dedup(env_vars.unwrap_or_default()),
@@ -87,4 +96,60 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
         );
     }
     Ok(Mcp { servers })
+}
+
+/// A server's `command`, `url` and `headers`, checked.
+type Transport = (String, Option<String>, BTreeMap<String, String>);
+
+/// What a server is: a program (`command`) or an address (`url`, with its `headers`), each with
+/// only the keys that fit it; `program_keys` says which of a program's keys are set.
+fn transport(
+    command: Option<String>,
+    url: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+    program_keys: &[(&str, bool)],
+    error: &dyn Fn(&str, &str) -> ConfigError,
+) -> Result<Transport, ConfigError> {
+    let command = command.filter(|c| !c.trim().is_empty());
+    let url = url.filter(|u| !u.trim().is_empty());
+    let headers = headers.unwrap_or_default();
+    let command = match (command, &url) {
+        (Some(_), Some(_)) => {
+            return Err(error(
+                "url",
+                "a server is a program (command) or an address (url), not both",
+            ));
+        }
+        (None, None) => return Err(error("command", "required for every server, or else url")),
+        (Some(_), None) if !headers.is_empty() => {
+            return Err(error(
+                "headers",
+                "applies to a server at a url, not to one warden starts (command)",
+            ));
+        }
+        (Some(command), None) => command,
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(error("url", "must start with http:// or https://"));
+            }
+            if let Some((field, _)) = program_keys.iter().find(|(_, set)| *set) {
+                return Err(error(
+                    field,
+                    "applies to a server warden starts (command), not to one at a url",
+                ));
+            }
+            String::new()
+        }
+    };
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if let Some(name) = headers
+        .keys()
+        .find(|n| n.is_empty() || !n.chars().all(token))
+    {
+        return Err(error(
+            "headers",
+            &format!("{name:?} is not a header's name"),
+        ));
+    }
+    Ok((command, url, headers))
 }

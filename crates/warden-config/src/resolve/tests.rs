@@ -140,3 +140,42 @@ fn organisation_limits_bind_lower_layers() {
          org.require_sandbox"
     );
 }
+
+#[test]
+fn an_mcp_server_is_a_program_or_an_address_and_its_keys_fit_which() {
+    let settings = resolve_texts(&[(
+        Some("u.toml"),
+        "[mcp.servers.web]\nurl = \"https://mcp.example/mcp\"\n\
+         headers = { Authorization = \"Bearer ${TOKEN}\" }\n",
+    )])
+    .unwrap();
+    let web = &settings.mcp.servers["web"];
+    assert_eq!(web.url.as_deref(), Some("https://mcp.example/mcp"));
+    assert_eq!(web.headers["Authorization"], "Bearer ${TOKEN}");
+    let refused = [
+        ("url = \"https://a.example\"\ncommand = \"x\"", "not both"),
+        ("args = [\"x\"]", "required"),
+        ("url = \"ftp://a.example\"", "http://"),
+        ("url = \"https://a.example\"\nargs = [\"x\"]", "args"),
+        ("url = \"https://a.example\"\ncwd = \"/\"", "cwd"),
+        ("command = \"x\"\nheaders = { A = \"b\" }", "headers"),
+        (
+            "url = \"https://a.example\"\nheaders = { \"A B\" = \"c\" }",
+            "header's name",
+        ),
+    ];
+    for (body, says) in refused {
+        let text = format!("[mcp.servers.s]\n{body}\n");
+        let message = error(&[(Some("u.toml"), &text)]);
+        assert!(message.contains(says), "{body}: {message}");
+    }
+    // A listing shows a header that names its variables, not one written out.
+    let written = resolve_texts(&[(
+        Some("u.toml"),
+        "[mcp.servers.w]\nurl = \"https://a.example\"\nheaders = { X-Key = \"literal-secret\" }\n",
+    )])
+    .unwrap();
+    let shown = serde_json::to_string(&written.mcp.servers["w"]).unwrap();
+    assert!(!shown.contains("literal-secret"), "{shown}");
+    assert!(serde_json::to_string(web).unwrap().contains("${TOKEN}"));
+}

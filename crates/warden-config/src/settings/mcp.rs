@@ -17,8 +17,13 @@ pub struct Mcp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub struct McpServer {
-    /// The program to start.
+    /// The program to start; empty for a server reached at `url`.
     pub command: String,
+    /// A streamable HTTP server's address.
+    pub url: Option<String>,
+    /// Headers sent to a `url` server, `${NAME}` still to be read from the environment.
+    #[serde(serialize_with = "shown_headers")]
+    pub headers: BTreeMap<String, String>,
     /// Its arguments.
     pub args: Vec<String>,
     /// Variables set by value.
@@ -43,11 +48,29 @@ pub struct McpServer {
     pub allow_read: Vec<PathBuf>,
 }
 
+/// Headers as settings listings show them: a value written out (a token in the file) is not
+/// printed; one that only names variables (`Bearer ${TOKEN}`) is.
+fn shown_headers<S: serde::Serializer>(
+    headers: &BTreeMap<String, String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(headers.iter().map(|(name, value)| {
+        let shown = if value.contains("${") {
+            value.as_str()
+        } else {
+            "(set in the settings)"
+        };
+        (name, shown)
+    }))
+}
+
 impl McpServer {
     /// A server started as `command args`, every other key at its default.
     pub fn stdio(command: impl Into<String>, args: Vec<String>) -> McpServer {
         McpServer {
             command: command.into(),
+            url: None,
+            headers: BTreeMap::new(),
             args,
             env: BTreeMap::new(),
             env_vars: Vec::new(),
@@ -59,6 +82,14 @@ impl McpServer {
             tool_timeout_seconds: 120,
             sandbox: true,
             allow_read: Vec::new(),
+        }
+    }
+
+    /// A server reached over streamable HTTP at `url`, every other key at its default.
+    pub fn http(url: impl Into<String>) -> McpServer {
+        McpServer {
+            url: Some(url.into()),
+            ..McpServer::stdio("", Vec::new())
         }
     }
 
