@@ -276,15 +276,37 @@ fn start_sandboxed(
         stdout,
         stderr,
     } = piped;
-    Server::start_on(
+    let running = Arc::new(Mutex::new(running));
+    let name = launch.name.clone();
+    let started = Server::start_on(
         launch,
         Given {
             stdin,
             stdout,
             stderr,
-            keep: Box::new(Mutex::new(running)),
+            keep: Box::new(Arc::clone(&running)),
         },
-    )
+    );
+    match started {
+        Ok(server) => Ok(server),
+        Err(error) => {
+            // A program that could not start inside the sandbox (not there, not visible there)
+            // says nothing on its streams: the sandbox knows why.
+            let why = running.lock().ok().and_then(|mut r| r.stop().err());
+            match why {
+                Some(why) => Err(McpError::Protocol {
+                    server: name,
+                    what: "the start inside the sandbox".to_owned(),
+                    message: format!(
+                        "{why} (a program outside the project needs its directory in the \
+                         server's allow_read)"
+                    ),
+                    stderr: String::new(),
+                }),
+                None => Err(error),
+            }
+        }
+    }
 }
 
 /// What the model is told: the server's description, and whose it is.

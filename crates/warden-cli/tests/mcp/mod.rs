@@ -6,26 +6,38 @@
 use std::path::PathBuf;
 
 mod hostile;
+mod servers;
 
 use crate::support::Project;
 
-/// The server's script, if installed (required where `WARDEN_REQUIRE_PEERS` is set).
-fn everything() -> Option<PathBuf> {
-    let peers = std::env::var_os("WARDEN_MCP_PEERS").map_or_else(
+/// Where `.ci/run` installs the real servers (`WARDEN_MCP_PEERS` names another place).
+fn peers() -> PathBuf {
+    std::env::var_os("WARDEN_MCP_PEERS").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-peers"),
         PathBuf::from,
-    );
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if script.exists() {
-        return Some(script.canonicalize().unwrap());
+    )
+}
+
+/// `relative` under the peers' folder, if installed (required where `WARDEN_REQUIRE_PEERS` is
+/// set).
+fn peer(relative: &str) -> Option<PathBuf> {
+    let path = peers().join(relative);
+    if path.exists() {
+        return Some(std::path::absolute(&path).unwrap());
     }
     assert!(
         std::env::var_os("WARDEN_REQUIRE_PEERS").is_none(),
         "{} is not installed (see .ci/run)",
-        script.display()
+        path.display()
     );
-    eprintln!("skipped: {} is not installed", script.display());
+    eprintln!("skipped: {} is not installed", path.display());
     None
+}
+
+/// `server-everything`'s script.
+fn everything() -> Option<PathBuf> {
+    peer("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .map(|p| p.canonicalize().unwrap())
 }
 
 /// The outermost `node_modules` above the script: what node reads its libraries from.
@@ -239,8 +251,11 @@ fn servers_are_added_removed_and_imported_into_the_user_s_settings() {
         "{}",
         unconfirmed.stdout
     );
+    // An HTTP server is shown with its address (and only the names of its headers).
     assert!(
-        unconfirmed.stdout.contains("skip web"),
+        unconfirmed
+            .stdout
+            .contains("add  web: https://x.example/mcp"),
         "{}",
         unconfirmed.stdout
     );
@@ -249,6 +264,10 @@ fn servers_are_added_removed_and_imported_into_the_user_s_settings() {
     assert_eq!(imported.code, 0, "{}", imported.stderr);
     let listed = p.run(&["mcp", "list", "--json"]);
     assert_eq!(listed.json()["servers"]["fs"]["args"][1], "@m/fs");
+    assert_eq!(
+        listed.json()["servers"]["web"]["url"],
+        "https://x.example/mcp"
+    );
     // Once there, it is not imported again.
     let again = p.run(&["mcp", "import", "--yes"]);
     assert!(again.stdout.contains("skip fs"), "{}", again.stdout);
