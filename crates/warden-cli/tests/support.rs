@@ -347,6 +347,10 @@ answers = json.loads(sys.argv[1])
 lines = json.loads(sys.argv[2])
 trust = json.loads(sys.argv[3])
 prompt = 'warden\u203a '.encode()
+# An MCP server's form: a field whose prompt holds a key of TEST_FORM gets its value, any other
+# field nothing (its default), and the form is sent.
+form = json.loads(os.environ.pop('TEST_FORM', 'null'))
+form_at = -1
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[4], sys.argv[4:])
@@ -374,6 +378,15 @@ while True:
         answer = answers[asked] if asked < len(answers) else 'd'
         asked += 1
         os.write(fd, (answer + '\n').encode())
+    line = out[out.rfind(b'\n') + 1:]
+    if form is not None and b'an MCP server asks' in out and out.endswith(b': ') \
+            and b'allow? ' not in line and len(out) != form_at:
+        form_at = len(out)
+        text = line.decode(errors='replace')
+        if line.startswith(b'send? '):
+            os.write(fd, b'y\n')
+        else:
+            os.write(fd, (next((v for k, v in form.items() if k in text), '') + '\n').encode())
     if out.endswith(b'(enter for none): '):
         os.write(fd, b'\n')
     while out.count(prompt) > typed:

@@ -342,5 +342,6 @@ pub(super) fn tool_context(settings: &warden_config::Settings) -> Result<ToolCon
     if let Ok(warden) = super::sandbox_helper() {
         ctx = ctx.with_sandbox_helper(warden);
     }
+    super::mcp_form::on_terminal(&mut ctx);
     Ok(ctx)
 }

@@ -6,6 +6,7 @@ mod exec;
 mod manifest;
 mod manifest_run;
 mod mcp;
+mod mcp_form;
 mod mcp_import;
 mod policy;
 mod repl;

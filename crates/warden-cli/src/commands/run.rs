@@ -383,6 +383,9 @@ fn tools(
         ctx = ctx.with_sandbox_helper(helper);
     }
     ctx = ctx.for_session();
+    if interactive {
+        super::mcp_form::on_terminal(&mut ctx);
+    }
     let mut engine = Engine::from_settings(settings).map_err(CliError::usage)?;
     for rule in &state.session_rules {
         engine.allow_for_session(rule).map_err(CliError::failure)?;

@@ -311,3 +311,53 @@ fn a_server_s_resources_are_listed_and_read_through_the_policy() {
     let refused = p.run(&["tool", "readMcpResource", "--args", &other]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
 }
+
+#[test]
+fn a_server_s_form_is_asked_on_the_terminal_and_refused_without_one() {
+    let Some(script) = everything() else { return };
+    let p = Project::new();
+    with_server(
+        &p,
+        &script,
+        "[permissions]\nallow = [\"Mcp(everything)\"]\n",
+    );
+    // Headless, warden does not say it answers forms: the server offers no tool that asks.
+    let headless = p.run(&["mcp", "tools", "everything"]);
+    assert!(
+        !headless.stdout.contains("trigger-elicitation-request"),
+        "{}",
+        headless.stdout
+    );
+    // On a terminal, the person is asked each field; what they leave is the form's default.
+    let form = r#"{"legal name": "Ada Lovelace", "Agree to the terms": "y"}"#;
+    let asked = crate::support::in_a_session_with(
+        &p,
+        &[("TEST_FORM", form)],
+        &[
+            env!("CARGO_BIN_EXE_warden"),
+            "mcp",
+            "call",
+            "everything",
+            "trigger-elicitation-request",
+        ],
+        &[],
+        &[],
+    );
+    assert_eq!(asked.code, 0, "{}", asked.stdout);
+    assert!(
+        asked.stdout.contains("an MCP server asks"),
+        "{}",
+        asked.stdout
+    );
+    assert!(
+        asked.stdout.contains("server:    everything"),
+        "{}",
+        asked.stdout
+    );
+    assert!(asked.stdout.contains("Ada Lovelace"), "{}", asked.stdout);
+    assert!(
+        asked.stdout.contains("It was a dark and stormy night."),
+        "{}",
+        asked.stdout
+    );
+}
