@@ -12,12 +12,14 @@ use warden_protocol::{ToolError, ToolErrorKind};
 use warden_sandbox::{Piped, Plan, Profile, Sandbox, request_from_settings};
 
 use crate::ToolContext;
-use crate::mcp_pins::{Pins, definition};
+use crate::mcp_pins::{Pins, definition, says_read_only};
 use crate::registry::{DynamicTool, Registry};
 
 /// One running server and its tools' definitions as last listed.
 struct Running {
     server: Server,
+    /// Whether the settings trust the server's hints (so they are part of its definitions).
+    hints: bool,
     /// Tool → definition: read again when the server says its list changed.
     current: Mutex<BTreeMap<String, Value>>,
 }
@@ -32,7 +34,7 @@ impl Running {
                 Ok(tools) => {
                     *current = tools
                         .iter()
-                        .map(|t| (t.name.clone(), definition(t)))
+                        .map(|t| (t.name.clone(), definition(t, self.hints)))
                         .collect();
                 }
                 // Not known now: held, below.
@@ -51,6 +53,9 @@ pub struct McpServers {
     named: BTreeMap<String, Arc<Running>>,
     /// What could not be started or listed, one line each, for the person and the trace.
     pub problems: Vec<String>,
+    /// The tools (`mcp__SERVER__TOOL`) a server whose hints the settings trust says only read:
+    /// for the policy (`Engine::trust_read_only_hint`).
+    pub read_only: Vec<String>,
 }
 
 impl McpServers {
@@ -109,21 +114,25 @@ impl McpServers {
                     listed
                         .iter()
                         .flatten()
-                        .map(|t| (t.name.clone(), definition(t)))
+                        .map(|t| (t.name.clone(), definition(t, server.trust_hints)))
                         .collect(),
                 ),
                 server: started,
+                hints: server.trust_hints,
             });
             match listed {
                 Ok(tools) => {
                     for tool in tools.into_iter().filter(|t| server.offers(&t.name)) {
                         let offered = warden_mcp::tool_name(name, &tool.name);
+                        if server.trust_hints && says_read_only(&tool) {
+                            out.read_only.push(offered.clone());
+                        }
                         let description = describe(name, &tool);
                         let call = Box::new(McpCall {
                             running: Arc::clone(&started),
                             server: name.clone(),
                             tool: tool.name.clone(),
-                            offered: definition(&tool),
+                            offered: definition(&tool, server.trust_hints),
                             pins: Arc::clone(&pins),
                         });
                         if let Err(error) = registry.register_dynamic(

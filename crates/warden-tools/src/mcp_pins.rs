@@ -106,13 +106,25 @@ impl Pins {
 }
 
 /// What a pin covers of a tool: its name, description and both schemas.
-pub(crate) fn definition(tool: &warden_mcp::McpTool) -> Value {
-    json!({
+pub(crate) fn definition(tool: &warden_mcp::McpTool, hints: bool) -> Value {
+    let mut definition = json!({
         "name": tool.name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": tool.input_schema,
         "outputSchema": tool.output_schema,
+    });
+    // A server whose hints the policy trusts: they decide, so they are part of what is pinned.
+    if hints {
+        definition["annotations"] = tool.annotations.clone().unwrap_or_default();
+    }
+    definition
+}
+
+/// Whether a server's definition says its tool only reads (and does not say it destroys).
+pub(crate) fn says_read_only(tool: &warden_mcp::McpTool) -> bool {
+    tool.annotations.as_ref().is_some_and(|a| {
+        a["readOnlyHint"] == Value::Bool(true) && a["destructiveHint"] != Value::Bool(true)
     })
 }
 

@@ -270,7 +270,7 @@ fn start(
     let skills = super::skills::registry(&settings);
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let (ctx, engine) = tools(&settings, &state, &session, interactive, governed.as_ref())?;
+    let (ctx, mut engine) = tools(&settings, &state, &session, interactive, governed.as_ref())?;
     let on_ask = match args.on_ask.as_deref() {
         Some("allow") => OnAsk::Allow,
         _ => OnAsk::Deny,
@@ -301,6 +301,9 @@ fn start(
     // The MCP servers of the settings run for the session: their tools join the built-ins.
     let mut registry = warden_tools::Registry::builtin().map_err(CliError::failure)?;
     let mcp = warden_tools::McpServers::start(&ctx, &mut registry);
+    for tool in &mcp.read_only {
+        engine.trust_read_only_hint(tool);
+    }
     for problem in &mcp.problems {
         eprintln!("warden: {problem}");
         let _ = store.record_agent_event(

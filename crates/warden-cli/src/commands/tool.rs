@@ -29,7 +29,7 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             .map(str::to_owned),
         None => None,
     };
-    let _servers = match server {
+    let servers = match server {
         Some(server) => Some(super::mcp::start_one(&ctx, &mut registry, &server)?),
         None => None,
     };
@@ -66,7 +66,10 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             &super::trust::ignored_event(&settings),
         );
     }
-    let policy = Engine::from_settings(&settings).map_err(CliError::usage)?;
+    let mut policy = Engine::from_settings(&settings).map_err(CliError::usage)?;
+    for tool in servers.iter().flat_map(|s| &s.read_only) {
+        policy.trust_read_only_hint(tool);
+    }
     let on_ask = if args.call.on_ask == "allow" {
         OnAsk::Allow
     } else {

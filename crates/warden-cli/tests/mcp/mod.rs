@@ -361,3 +361,43 @@ fn a_server_s_form_is_asked_on_the_terminal_and_refused_without_one() {
         asked.stdout
     );
 }
+
+#[test]
+fn a_server_s_read_only_hints_count_only_where_the_settings_trust_them() {
+    let Some(script) = everything() else { return };
+    let p = Project::new();
+    let echo = [
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--args",
+        r#"{"message":"hi"}"#,
+    ];
+    let toggle = ["mcp", "call", "everything", "toggle-simulated-logging"];
+    let trusting = |extra: &str| {
+        with_server(&p, &script, extra);
+        let path = p.tmp().join("home/.config/warden/settings.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}trust_hints = true\n")).unwrap();
+    };
+    // The probe: without trust, echo's readOnlyHint is not taken (asked about above too).
+    with_server(&p, &script, "");
+    assert_eq!(p.run(&echo).json()["error"]["kind"], "needs_approval");
+    // Trusted: a tool that says it only reads runs without a rule; one that says it writes
+    // is still asked about.
+    trusting("");
+    let read = p.run(&echo);
+    assert_eq!(read.code, 0, "{}{}", read.stdout, read.stderr);
+    assert_eq!(read.json()["content"], "Echo: hi");
+    assert_eq!(p.run(&toggle).json()["error"]["kind"], "needs_approval");
+    // A deny rule still decides first.
+    trusting("[permissions]\ndeny = [\"Mcp(everything:echo)\"]\n");
+    let denied = p.run(&echo);
+    assert_eq!(
+        denied.json()["error"]["kind"],
+        "policy_denied",
+        "{}",
+        denied.stdout
+    );
+}

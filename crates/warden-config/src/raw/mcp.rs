@@ -58,6 +58,11 @@ pub struct RawMcpServer {
     /// list masked, the sandbox's limits, its processes ended with the session. `false` runs
     /// it as the user, which is said at every start. Default `true`.
     pub sandbox: Option<bool>,
+    /// Whether the policy takes this server's word that a tool only reads (`readOnlyHint`):
+    /// such a tool is then allowed like a read, without a rule (deny and ask rules still
+    /// apply, and a tool whose hints change is held until approved). Only for a server you
+    /// trust to say so truthfully. Default `false`: every tool is asked about.
+    pub trust_hints: Option<bool>,
     /// Directories (or files) outside the project the server may read inside the sandbox: where
     /// its program and its libraries are (`~/.local/lib/node_modules`). Relative paths are
     /// relative to the project root. Default none.

@@ -44,6 +44,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             tool_timeout_seconds,
             sandbox,
             allow_read,
+            trust_hints,
         } = server;
         let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
         let positive = |value: Option<u64>, field: &str, default: u64| match value {
@@ -92,6 +93,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 tool_timeout_seconds: positive(tool_timeout_seconds, "tool_timeout_seconds", 120)?,
                 sandbox: sandbox.unwrap_or(true),
                 allow_read,
+                trust_hints: trust_hints.unwrap_or(false),
             },
         );
     }

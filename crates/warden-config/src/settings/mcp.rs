@@ -46,6 +46,8 @@ pub struct McpServer {
     pub sandbox: bool,
     /// What it may read outside the project inside the sandbox, absolute.
     pub allow_read: Vec<PathBuf>,
+    /// Whether its `readOnlyHint`s are taken at their word.
+    pub trust_hints: bool,
 }
 
 /// Headers as settings listings show them: a value written out (a token in the file) is not
@@ -82,6 +84,7 @@ impl McpServer {
             tool_timeout_seconds: 120,
             sandbox: true,
             allow_read: Vec::new(),
+            trust_hints: false,
         }
     }
 

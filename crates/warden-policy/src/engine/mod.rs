@@ -179,6 +179,9 @@ pub struct Engine {
     risk_floors: Vec<(String, RiskLevel)>,
     /// What active skills let through.
     narrowings: Vec<Narrowing>,
+    /// MCP tools whose server says they only read, from a server whose hints the settings
+    /// trust: allowed like a read when no rule decides.
+    read_only_hinted: std::collections::HashSet<String>,
 }
 
 /// One part's verdict before combining.
@@ -307,6 +310,7 @@ impl Engine {
                 .map(|(name, level)| (name.clone(), risk_level(*level)))
                 .collect(),
             narrowings: Vec::new(),
+            read_only_hinted: std::collections::HashSet::new(),
         })
     }
 
@@ -368,6 +372,13 @@ impl Engine {
             .map(Vec::as_slice)
             .unwrap_or_default();
         self.general.iter().chain(own).map(|&i| &self.rules[i])
+    }
+
+    /// Takes an MCP tool's server at its word that the tool only reads (its `readOnlyHint`),
+    /// because the settings trust that server's hints (`trust_hints`): with no rule for it, it
+    /// is allowed like a read. Rules still decide first.
+    pub fn trust_read_only_hint(&mut self, tool: &str) {
+        self.read_only_hinted.insert(tool.to_owned());
     }
 
     /// Adds an allow rule for the rest of this engine's life: a "for this session" answer.

@@ -222,6 +222,17 @@ impl Engine {
             return rule_part(rule, target, RiskLevel::L3, trail);
         }
         trail.note(PolicyLayer::Rules, || "no rule matches".to_owned());
+        if self.read_only_hinted.contains(name) {
+            let outcome = cell(self.mode, Row::Info, self.sandboxed);
+            trail.note(PolicyLayer::Mode, || {
+                format!("a read, by its server's word → {}", outcome_word(outcome))
+            });
+            let reason = format!(
+                "{name}'s server says it only reads (readOnlyHint), and the settings trust that \
+                 server's hints (trust_hints)"
+            );
+            return Part::new(outcome, RiskLevel::L1, reason, PolicyLayer::Mode);
+        }
         let outcome = cell(self.mode, Row::L3, self.sandboxed);
         trail.note(PolicyLayer::Mode, || {
             format!(
