@@ -248,7 +248,20 @@ impl Sandbox {
     /// timeout, [`Running::stop`], or until the [`Running`] is dropped. Never a warm or spare
     /// helper. As with [`Sandbox::start`], the helper dies with the thread that started it.
     pub fn start_piped(&self, plan: &Plan) -> Result<Piped, SandboxError> {
+        self.start_piped_serving(plan, &mut |_| {})
+    }
+
+    /// As [`Sandbox::start_piped`], handing `serve` the listening socket of the plan's proxy
+    /// port (the server's only way out, to the hosts its settings allow).
+    pub fn start_piped_serving(
+        &self,
+        plan: &Plan,
+        serve: &mut dyn FnMut(std::net::TcpListener),
+    ) -> Result<Piped, SandboxError> {
         let mut launched = self.launch(plan, Output::Pipe, false)?;
+        if let Some(listener) = launched.listener.take() {
+            serve(listener);
+        }
         let [stdout, stderr] = std::mem::take(&mut launched.streams);
         let (Some(stdin), Some(stdout), Some(stderr)) = (launched.stdin.take(), stdout, stderr)
         else {

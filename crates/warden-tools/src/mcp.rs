@@ -93,7 +93,7 @@ impl McpServers {
             let started = if launch.url.is_some() {
                 Server::start(launch)
             } else if server.sandbox {
-                start_sandboxed(ctx, launch, &server.allow_read)
+                start_sandboxed(ctx, launch, server)
             } else {
                 out.problems.push(format!(
                     "MCP server {name} runs outside the sandbox (sandbox = false): it can read \
@@ -246,7 +246,7 @@ impl McpServers {
 fn start_sandboxed(
     ctx: &ToolContext,
     launch: Launch,
-    allow_read: &[std::path::PathBuf],
+    server: &warden_config::McpServer,
 ) -> Result<Server, McpError> {
     let refused = |why: String| McpError::Protocol {
         server: launch.name.clone(),
@@ -263,7 +263,7 @@ fn start_sandboxed(
     let root = &settings.project_root;
     let mut request = request_from_settings(settings, root, &launch.command, &launch.args, &[])
         .map_err(|e| refused(e.to_string()))?;
-    request.allow_read.extend(allow_read.iter().cloned());
+    request.allow_read.extend(server.allow_read.iter().cloned());
     request.workspace.clone_from(root);
     request.profile = Profile::ReadOnly;
     request.network = false;
@@ -275,9 +275,25 @@ fn start_sandboxed(
         request.allow_read.push(launch.cwd.clone());
         request.cwd = Some(launch.cwd.clone());
     }
+    // Its network: none, or the hosts it names through an egress proxy of its own.
+    let egress = if server.allow_hosts.is_empty() {
+        None
+    } else {
+        let egress = server_egress(ctx, &server.allow_hosts).map_err(refused)?;
+        request.proxy_port = Some(warden_sandbox::PROXY_PORT);
+        request
+            .env
+            .extend(warden_sandbox::proxy_env(warden_sandbox::PROXY_PORT));
+        egress.trust(&mut request);
+        Some(egress)
+    };
     let plan = Plan::new(&request).map_err(|e| refused(e.to_string()))?;
     let piped = Sandbox::new(helper)
-        .start_piped(&plan)
+        .start_piped_serving(&plan, &mut |listener| {
+            if let Some(egress) = &egress {
+                let _ = egress.proxy.serve(listener);
+            }
+        })
         .map_err(|e| refused(e.to_string()))?;
     let Piped {
         running,
@@ -293,7 +309,7 @@ fn start_sandboxed(
             stdin,
             stdout,
             stderr,
-            keep: Box::new(Arc::clone(&running)),
+            keep: Box::new((Arc::clone(&running), egress)),
         },
     );
     match started {
@@ -316,6 +332,21 @@ fn start_sandboxed(
             }
         }
     }
+}
+
+/// The egress proxy of one server: only `hosts`, under the settings' denied domains and
+/// private ranges; its connections recorded where the session's are.
+fn server_egress(ctx: &ToolContext, hosts: &[String]) -> Result<crate::egress::Egress, String> {
+    let net = &ctx.settings.sandbox.network;
+    let policy =
+        warden_netproxy::NetPolicy::new(hosts, &net.denied_domains, net.block_private_ranges)
+            .map_err(|e| format!("allow_hosts: {e}"))?;
+    let sink: warden_netproxy::Sink = ctx.egress_sink.as_ref().map_or_else(
+        || Arc::new(|_| {}) as warden_netproxy::Sink,
+        |s| Arc::clone(&s.0),
+    );
+    let config = warden_netproxy::Config::new(policy, crate::egress::resolver()?, sink);
+    Ok(crate::egress::launch(config, None)?)
 }
 
 /// What the model is told: the server's description, and whose it is.

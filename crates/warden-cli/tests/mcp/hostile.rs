@@ -176,3 +176,55 @@ fn a_server_in_the_sandbox_cannot_read_secrets_write_the_project_or_reach_the_ne
         "{env:?}"
     );
 }
+
+#[test]
+fn a_server_reaches_only_the_hosts_its_settings_allow_through_its_own_proxy() {
+    let p = Project::new();
+    let port = crate::support::http_server();
+    let allowed = format!("http://allowed.test:{port}/");
+    let other = format!("http://other.test:{port}/");
+    let direct = format!("http://127.0.0.1:{port}/");
+    let args = serde_json::json!({ "urls": [allowed, other, direct] }).to_string();
+    let fetch = |extra: &str| {
+        hostile_with(&p, extra);
+        // Loopback stands for the internet here: private ranges are not blocked, and the
+        // proxy resolves the test's names to it.
+        let settings = p.tmp().join("home/.config/warden/settings.toml");
+        let text = std::fs::read_to_string(&settings).unwrap();
+        std::fs::write(
+            &settings,
+            format!("[sandbox.network]\nblock_private_ranges = false\n{text}"),
+        )
+        .unwrap();
+        let mut cmd = p.command();
+        cmd.env(
+            "WARDEN_TEST_RESOLVE",
+            "allowed.test=127.0.0.1,other.test=127.0.0.1",
+        )
+        .args(["mcp", "call", "hostile", "fetch", "--args", &args]);
+        let run = crate::support::finish(&cmd.output().unwrap());
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        let content = run.json()["content"].as_str().unwrap().to_owned();
+        serde_json::from_str::<serde_json::Value>(&content).unwrap()
+    };
+    let reached = |seen: &serde_json::Value, url: &str| {
+        seen[url]
+            .as_str()
+            .unwrap()
+            .starts_with("hello from the test server")
+    };
+    // The probe: as the user, the server reaches the test server (its names are the proxy's
+    // alone, so only by address).
+    let outside = fetch("sandbox = false\n");
+    assert!(reached(&outside, &direct), "{outside}");
+    // In the sandbox with no hosts named: nothing.
+    let none = fetch("");
+    for url in [&allowed, &other, &direct] {
+        assert!(!reached(&none, url), "{none}");
+    }
+    // With one host named: that one only, through the proxy.
+    let one = fetch(&format!("allow_hosts = [\"allowed.test:{port}\"]\n"));
+    assert!(reached(&one, &allowed), "{one}");
+    assert!(!reached(&one, &other), "{one}");
+    assert!(!reached(&one, &direct), "{one}");
+}

@@ -58,6 +58,11 @@ pub struct RawMcpServer {
     /// list masked, the sandbox's limits, its processes ended with the session. `false` runs
     /// it as the user, which is said at every start. Default `true`.
     pub sandbox: Option<bool>,
+    /// Hosts the server may reach from the sandbox, through an egress proxy of its own (and
+    /// only those): `HOST` or `HOST:PORT`, `*.example.com` for its subdomains, ports 80 and
+    /// 443 unless given. `[sandbox.network] denied_domains` and `block_private_ranges` still
+    /// apply. Default none: no network at all.
+    pub allow_hosts: Option<Vec<String>>,
     /// Whether the policy takes this server's word that a tool only reads (`readOnlyHint`):
     /// such a tool is then allowed like a read, without a rule (deny and ask rules still
     /// apply, and a tool whose hints change is held until approved). Only for a server you

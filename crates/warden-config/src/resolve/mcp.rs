@@ -28,6 +28,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             ("env_vars", server.env_vars.is_some()),
             ("cwd", server.cwd.is_some()),
             ("allow_read", server.allow_read.is_some()),
+            ("allow_hosts", server.allow_hosts.is_some()),
         ];
         let RawMcpServer {
             command,
@@ -45,6 +46,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             sandbox,
             allow_read,
             trust_hints,
+            allow_hosts,
         } = server;
         let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
         let positive = |value: Option<u64>, field: &str, default: u64| match value {
@@ -94,6 +96,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 sandbox: sandbox.unwrap_or(true),
                 allow_read,
                 trust_hints: trust_hints.unwrap_or(false),
+                allow_hosts: dedup(allow_hosts.unwrap_or_default()),
             },
         );
     }

@@ -46,6 +46,8 @@ pub struct McpServer {
     pub sandbox: bool,
     /// What it may read outside the project inside the sandbox, absolute.
     pub allow_read: Vec<PathBuf>,
+    /// Hosts it may reach from the sandbox, through its own egress proxy.
+    pub allow_hosts: Vec<String>,
     /// Whether its `readOnlyHint`s are taken at their word.
     pub trust_hints: bool,
 }
@@ -84,6 +86,7 @@ impl McpServer {
             tool_timeout_seconds: 120,
             sandbox: true,
             allow_read: Vec::new(),
+            allow_hosts: Vec::new(),
             trust_hints: false,
         }
     }
