@@ -11,8 +11,10 @@ use rmcp::model::{
     ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
     InitializeRequestParams,
 };
+use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
-use rmcp::transport::IntoTransport;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::{IntoTransport, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
@@ -127,6 +129,43 @@ impl ClientHandler for Handler {
     ) -> impl Future<Output = ()> + Send + '_ {
         self.tools_changed.store(true, Ordering::SeqCst);
         std::future::ready(())
+    }
+}
+
+/// A transport that notes `notifications/tools/list_changed` as it is read, in the order of the
+/// stream: the SDK hands notifications to the handler on tasks of their own, so an answer read
+/// after the notice could otherwise reach its caller before the handler has marked the list
+/// changed (and a changed tool pass for the one offered).
+struct Watched<T> {
+    inner: T,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(JsonRpcMessage::Notification(notice)) = &message
+            && matches!(
+                notice.notification,
+                ServerNotification::ToolListChangedNotification(_)
+            )
+        {
+            self.tools_changed.store(true, Ordering::SeqCst);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
@@ -313,6 +352,13 @@ impl Server {
             server: launch.name.clone(),
             tools_changed: Arc::clone(&tools_changed),
             asker: launch.asker.clone(),
+        };
+        let transport = {
+            let _entered = runtime.enter();
+            Watched {
+                inner: transport.into_transport(),
+                tools_changed: Arc::clone(&tools_changed),
+            }
         };
         let started = runtime.block_on(async {
             tokio::time::timeout(launch.startup_timeout, handler.serve(transport)).await

@@ -122,7 +122,20 @@ impl McpServers {
             });
             match listed {
                 Ok(tools) => {
-                    for tool in tools.into_iter().filter(|t| server.offers(&t.name)) {
+                    let tools: Vec<_> = tools
+                        .into_iter()
+                        .filter(|t| server.offers(&t.name))
+                        .collect();
+                    // What is offered now is pinned at first sight: a later change of a tool
+                    // never called is told against it too.
+                    let seen: Vec<(String, Value)> = tools
+                        .iter()
+                        .map(|t| (t.name.clone(), definition(t, server.trust_hints)))
+                        .collect();
+                    if let Err(why) = pins.pin_new(name, &seen) {
+                        out.problems.push(why);
+                    }
+                    for tool in tools {
                         let offered = warden_mcp::tool_name(name, &tool.name);
                         if server.trust_hints && says_read_only(&tool) {
                             out.read_only.push(offered.clone());

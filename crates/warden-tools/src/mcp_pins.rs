@@ -1,7 +1,8 @@
-//! Pinned MCP tool definitions: what a tool was (its name, description and schemas) when a call
-//! of it was first allowed, kept in warden's data directory (`mcp-pins.json`). A definition that
+//! Pinned MCP tool definitions: what a tool was (its name, description and schemas) when warden
+//! first saw it offered, kept in warden's data directory (`mcp-pins.json`). A definition that
 //! differs from its pin — at start-up, or after the server says its list changed — holds the
-//! tool until a person approves the change, shown as a diff; no allow rule skips that.
+//! tool until a person approves the change, shown as a diff; no allow rule skips that. Two
+//! warden processes update the file one at a time (a lock beside it).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -67,8 +68,8 @@ impl Pins {
             return None;
         }
         Some(format!(
-            "the MCP server {server} changed the definition of its tool {tool} since a call of \
-             it was allowed; approve the new one to call it:\n{}",
+            "the MCP server {server} changed the definition of its tool {tool} since warden \
+             first saw it; approve the new one to call it:\n{}",
             diff(&pin.definition, definition)
         ))
     }
@@ -76,32 +77,70 @@ impl Pins {
     /// Pins `definition` as the one allowed. A file that cannot be written leaves the tool
     /// unpinned (the next change is then not seen): the error says so, for the caller to tell.
     pub(crate) fn pin(&self, server: &str, tool: &str, definition: &Value) -> Result<(), String> {
+        self.update(server, &[(tool.to_owned(), definition.clone())], true)
+            .map_err(|why| format!("{tool}: {why}"))
+    }
+
+    /// Pins every one of `tools` (a server's listing at its start) not pinned yet: what a tool
+    /// is when warden first sees it is what a later change is told against, called or not. A
+    /// tool pinned already keeps its pin (a change stays held).
+    pub(crate) fn pin_new(&self, server: &str, tools: &[(String, Value)]) -> Result<(), String> {
+        self.update(server, tools, false)
+    }
+
+    /// Writes `tools`' pins for `server` under the file's lock: every one when `replace`, else
+    /// only those not pinned yet.
+    fn update(&self, server: &str, tools: &[(String, Value)], replace: bool) -> Result<(), String> {
         let Some(path) = &self.path else {
             return Ok(());
         };
+        let failed = |error: &dyn std::fmt::Display| {
+            format!(
+                "warden could not pin MCP tool definitions of {server} in {} ({error}): a later \
+                 change of them will not be noticed",
+                path.display()
+            )
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+        }
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("json.lock"))
+            .map_err(|e| failed(&e))?;
+        lock.lock().map_err(|e| failed(&e))?;
         let mut file = self.load()?;
-        let sha256 = digest(definition);
         let slot = file.servers.entry(server.to_owned()).or_default();
-        if slot.get(tool).is_some_and(|p| p.sha256 == sha256) {
+        let mut changed = false;
+        for (tool, definition) in tools {
+            let sha256 = digest(definition);
+            let same = match slot.get(tool) {
+                Some(pin) => {
+                    pin.sha256 == sha256 || !(replace || gains_hints(&pin.definition, definition))
+                }
+                None => false,
+            };
+            if !same {
+                slot.insert(
+                    tool.clone(),
+                    Pin {
+                        sha256,
+                        definition: definition.clone(),
+                    },
+                );
+                changed = true;
+            }
+        }
+        if !changed {
             return Ok(());
         }
-        slot.insert(
-            tool.to_owned(),
-            Pin {
-                sha256,
-                definition: definition.clone(),
-            },
-        );
         serde_json::to_vec_pretty(&file)
             .map_err(std::io::Error::other)
             .and_then(|bytes| write_atomically(path, &bytes))
-            .map_err(|error| {
-                format!(
-                    "warden could not pin the definition of {tool} of {server} in {} ({error}): a \
-                     later change of it will not be noticed",
-                    path.display()
-                )
-            })
+            .map_err(|e| failed(&e))
+        // The lock goes with `lock`.
     }
 }
 
@@ -136,6 +175,20 @@ fn digest(definition: &Value) -> String {
         let _ = write!(out, "{b:02x}");
         out
     })
+}
+
+/// Whether `new` is `pinned` with the server's hints added (its settings came to trust them):
+/// the same tool, its pin to take the hints in rather than hold it.
+fn gains_hints(pinned: &Value, new: &Value) -> bool {
+    if pinned.get("annotations").is_some() {
+        return false;
+    }
+    let mut without = new.clone();
+    without
+        .as_object_mut()
+        .and_then(|o| o.remove("annotations"))
+        .is_some()
+        && without == *pinned
 }
 
 /// The two definitions' pretty JSON, line by line, as a unified diff.
@@ -201,5 +254,54 @@ mod tests {
         pins.pin("gh", "search", &changed).unwrap();
         assert_eq!(pins.held("gh", "search", &changed), None);
         assert!(pins.held("gh", "search", &first).is_some());
+    }
+
+    #[test]
+    fn a_listing_is_pinned_at_first_sight_and_a_pin_is_not_replaced_by_a_later_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = Pins::new(Some(dir.path()));
+        let seen = json!({"name": "read", "description": "Reads."});
+        pins.pin_new("fs", &[("read".to_owned(), seen.clone())])
+            .unwrap();
+        // Never called, and a change is still told against what was first seen.
+        let changed = json!({"name": "read", "description": "Reads. Then mails it."});
+        pins.pin_new("fs", &[("read".to_owned(), changed.clone())])
+            .unwrap();
+        assert!(pins.held("fs", "read", &changed).is_some());
+        assert_eq!(pins.held("fs", "read", &seen), None);
+        // Trusting the server's hints later takes them into the pin; a change of them after
+        // is held.
+        let mut hinted = seen.clone();
+        hinted["annotations"] = json!({"readOnlyHint": true});
+        pins.pin_new("fs", &[("read".to_owned(), hinted.clone())])
+            .unwrap();
+        assert_eq!(pins.held("fs", "read", &hinted), None);
+        let mut flipped = seen.clone();
+        flipped["annotations"] = json!({"readOnlyHint": false});
+        pins.pin_new("fs", &[("read".to_owned(), flipped.clone())])
+            .unwrap();
+        assert!(pins.held("fs", "read", &flipped).is_some());
+    }
+
+    #[test]
+    fn pins_written_at_once_by_many_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|n| {
+                let pins = Pins::new(Some(dir.path()));
+                std::thread::spawn(move || {
+                    for round in 0..5 {
+                        let tool = format!("t{n}-{round}");
+                        pins.pin("srv", &tool, &json!({"name": tool})).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let pins = Pins::new(Some(dir.path()));
+        let file = pins.load().unwrap();
+        assert_eq!(file.servers["srv"].len(), 40);
     }
 }
