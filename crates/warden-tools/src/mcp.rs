@@ -15,6 +15,10 @@ use crate::ToolContext;
 use crate::mcp_pins::{Pins, definition, says_read_only};
 use crate::registry::{DynamicTool, Registry};
 
+/// Where a server of the user's starts in a project that is not trusted: a directory with no
+/// repository's files in it (nothing more is made readable for it).
+const NEUTRAL_CWD: &str = "/";
+
 /// One running server and its tools' definitions as last listed.
 struct Running {
     server: Server,
@@ -89,6 +93,12 @@ impl McpServers {
             }
             let mut launch = Launch::from_settings(name, server, &settings.project_root);
             launch.asker.clone_from(&ctx.mcp_asker);
+            // In a project not trusted, a server of the user's starts outside it: `npx` or
+            // `python -m` started in the repository would take the repository's own files
+            // (its `node_modules`, a module of the same name) for the server's.
+            if server.cwd.is_none() && !settings.trust.allows_project_config() {
+                launch.cwd = std::path::PathBuf::from(NEUTRAL_CWD);
+            }
             // A server at a url runs elsewhere: warden only speaks to it, over its own client.
             let started = if launch.url.is_some() {
                 Server::start(launch)
@@ -284,7 +294,9 @@ fn start_sandboxed(
     request.env.clone_from(&launch.env);
     request.limits.timeout_ms = None;
     request.mask = ctx.mask.clone();
-    if launch.cwd != *root {
+    if launch.cwd == std::path::Path::new(NEUTRAL_CWD) {
+        request.cwd = Some(launch.cwd.clone());
+    } else if launch.cwd != *root {
         request.allow_read.push(launch.cwd.clone());
         request.cwd = Some(launch.cwd.clone());
     }

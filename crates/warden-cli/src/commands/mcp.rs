@@ -270,12 +270,15 @@ pub(super) fn start_one(
         Some(_) => {}
     }
     let servers = McpServers::start_some(ctx, registry, Some(name));
-    if let Some(problem) = servers.problems.first() {
+    if !servers.problems.is_empty() {
         if servers.is_empty() {
-            return Err(CliError::failure(anyhow!("{problem}")));
+            return Err(CliError::failure(anyhow!(
+                "{}",
+                warden_protocol::printable_text(&servers.problems.join("\nwarden: "))
+            )));
         }
         for problem in &servers.problems {
-            eprintln!("warden: {problem}");
+            eprintln!("warden: {}", warden_protocol::printable_text(problem));
         }
     }
     Ok(servers)

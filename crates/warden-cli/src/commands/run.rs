@@ -305,7 +305,7 @@ fn start(
         engine.trust_read_only_hint(tool);
     }
     for problem in &mcp.problems {
-        eprintln!("warden: {problem}");
+        eprintln!("warden: {}", warden_protocol::printable_text(problem));
         let _ = store.record_agent_event(
             &session,
             "mcp_problem",

@@ -93,7 +93,12 @@ pub(super) fn run(dir: Option<PathBuf>, args: &ToolArgs) -> Result<Exit, CliErro
             );
             print_json(&json!({ "error": error }))?;
             let message = error["message"].as_str().unwrap_or("tool failed");
-            eprintln!("warden: {}: {message}", args.name);
+            // A tool's message may carry an MCP server's words: shown, never obeyed.
+            eprintln!(
+                "warden: {}: {}",
+                args.name,
+                warden_protocol::printable_text(message)
+            );
             Ok(Exit::Failure)
         }
     }
@@ -106,7 +111,7 @@ pub(super) fn list(dir: Option<PathBuf>, args: &ToolsArgs) -> Result<Exit, CliEr
     let ctx = super::mcp::tool_context(&settings)?;
     let servers = warden_tools::McpServers::start(&ctx, &mut registry);
     for problem in &servers.problems {
-        eprintln!("warden: {problem}");
+        eprintln!("warden: {}", warden_protocol::printable_text(problem));
     }
     if args.json {
         let specs: Vec<_> = registry.specs().collect();

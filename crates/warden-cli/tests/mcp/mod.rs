@@ -401,3 +401,41 @@ fn a_server_s_read_only_hints_count_only_where_the_settings_trust_them() {
         denied.stdout
     );
 }
+
+#[test]
+fn a_user_s_server_does_not_start_in_a_repository_it_does_not_trust() {
+    let p = Project::new();
+    // The repository ships a module named like the server's: run as `python3 -m` in the
+    // repository, it would be the one that runs.
+    p.write(
+        "mcpshadow.py",
+        "import sys\nsys.stderr.write('the repository code ran\\n')\n",
+    );
+    let server = "[mcp.servers.shadow]\ncommand = \"python3\"\nargs = [\"-m\", \"mcpshadow\"]\n\
+                  sandbox = false\nstartup_timeout_seconds = 5\n";
+    let settings = p.tmp().join("home/.config/warden/settings.toml");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, server).unwrap();
+    let untrusted = p.run(&["mcp", "tools", "shadow"]);
+    assert_ne!(untrusted.code, 0);
+    assert!(
+        !untrusted.stderr.contains("the repository code ran"),
+        "{}",
+        untrusted.stderr
+    );
+    assert!(
+        untrusted.stderr.contains("No module named mcpshadow"),
+        "{}",
+        untrusted.stderr
+    );
+    // The probe: trusted, the project is the server's directory, and its module runs.
+    p.trust();
+    let trust = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(&settings, format!("{trust}{server}")).unwrap();
+    let trusted = p.run(&["mcp", "tools", "shadow"]);
+    assert!(
+        trusted.stderr.contains("the repository code ran"),
+        "{}",
+        trusted.stderr
+    );
+}
