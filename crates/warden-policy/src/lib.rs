@@ -9,6 +9,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod approvals;
+mod arguments;
 mod engine;
 mod error;
 mod hardblock;

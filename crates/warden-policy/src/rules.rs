@@ -285,7 +285,12 @@ impl Rule {
             return false;
         };
         if ruled == name {
-            return self.matches_text(target);
+            return match (&self.spec, mcp_parts(name)) {
+                (Spec::Text(pattern), Some(_)) => {
+                    crate::arguments::covers(pattern, target, self.kind != RuleKind::Allow)
+                }
+                _ => self.matches_text(target),
+            };
         }
         // `readMcpResource` reads a resource of the server its arguments name.
         let resource_of = (name == "readMcpResource")
@@ -310,7 +315,13 @@ impl Rule {
                 _ => false,
             };
         }
-        ruled.strip_prefix("mcp__") == Some(server) && self.matches_text(target)
+        ruled.strip_prefix("mcp__") == Some(server)
+            && match &self.spec {
+                Spec::Text(pattern) => {
+                    crate::arguments::covers(pattern, target, self.kind != RuleKind::Allow)
+                }
+                _ => self.matches_text(target),
+            }
     }
 }
 

@@ -113,7 +113,11 @@ fn misbehaving_calls_are_clear_errors_and_a_huge_result_is_capped() {
     let fails = call(&p, "fails", &[]);
     assert_eq!(fails.code, 1);
     // Its words reach the terminal escaped: its control sequences are shown, not obeyed.
-    assert!(fails.stderr.contains("the backend is down"), "{}", fails.stderr);
+    assert!(
+        fails.stderr.contains("the backend is down"),
+        "{}",
+        fails.stderr
+    );
     assert!(!fails.stderr.contains('\u{1b}'), "{:?}", fails.stderr);
     assert_eq!(fails.json()["error"]["kind"], "failed", "{}", fails.stdout);
     assert!(
