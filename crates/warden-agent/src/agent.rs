@@ -145,6 +145,8 @@ pub struct Agent<'a> {
     pub(crate) shield: warden_context::Shield,
     /// The skills found for this project (`None` when skills are off).
     pub(crate) skills: Option<&'a warden_skills::Registry>,
+    /// The session's MCP servers: a tool one adds is offered once a person approves it.
+    pub(crate) mcp: Option<&'a warden_tools::McpServers>,
 }
 
 impl Agent<'_> {

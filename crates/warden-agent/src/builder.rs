@@ -37,6 +37,7 @@ pub struct AgentBuilder<'a> {
     saved_items: usize,
     shield: Option<warden_context::Shield>,
     skills: Option<&'a warden_skills::Registry>,
+    mcp: Option<&'a warden_tools::McpServers>,
 }
 
 impl<'a> Agent<'a> {
@@ -67,6 +68,7 @@ impl<'a> Agent<'a> {
             saved_items: 0,
             shield: None,
             skills: None,
+            mcp: None,
         }
     }
 }
@@ -106,6 +108,15 @@ impl<'a> AgentBuilder<'a> {
     #[must_use]
     pub fn session_rules(mut self, rules: &[String]) -> Self {
         self.session_rules = rules.to_vec();
+        self
+    }
+
+    /// The session's MCP servers (their tools already in the registry): a tool one of them adds
+    /// during the run is put to the person (or `on_ask`) before the next turn, and offered from
+    /// then on when approved. Default: none.
+    #[must_use]
+    pub fn mcp(mut self, servers: Option<&'a warden_tools::McpServers>) -> Self {
+        self.mcp = servers;
         self
     }
 
@@ -216,6 +227,7 @@ impl<'a> AgentBuilder<'a> {
             session: self.session,
             on_ask: self.on_ask,
             approver: self.approver,
+            mcp: self.mcp,
             budgets: self.budgets.unwrap_or(Budgets {
                 max_tokens: b.max_tokens,
                 max_cost_usd: b.max_cost_usd,

@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod accounting;
+mod added;
 mod agent;
 mod approve;
 mod asking;

@@ -63,7 +63,7 @@ impl Agent<'_> {
     }
 
     async fn turns(&mut self, state: &mut State, started: Instant) -> Status {
-        let tools = self.tool_defs();
+        let mut tools = self.tool_defs();
         let window = window(self.settings);
         // A run going on with a model whose window is smaller: what the larger one saw is
         // summarised once, before the first call, if it no longer fits whole.
@@ -74,6 +74,9 @@ impl Agent<'_> {
             }
             if let Some(which) = self.exhausted(state, started) {
                 return Status::BudgetExhausted(which);
+            }
+            if self.offer_added_tools() {
+                tools = self.tool_defs();
             }
             let (mut system, mut built) = self.context(state, &tools);
             // Pruning was not enough: the model summarises the older part, once this turn;

@@ -220,6 +220,13 @@ pub enum Asked {
         tree_hash: String,
         reason: String,
     },
+    /// A tool an MCP server added during the session, offered to the model only once
+    /// approved: its server and what it says of itself.
+    McpTool {
+        server: String,
+        description: String,
+        reason: String,
+    },
     /// The model's `requestPermission`: the rule it asks for.
     Permission { rule: String, reason: String },
 }
@@ -230,6 +237,10 @@ pub enum Asked {
 pub enum Resolved {
     Skill {
         skill: String,
+    },
+    /// A tool an MCP server added: offered from now on when approved.
+    McpTool {
+        server: String,
     },
     /// A call or a permission: the rule remembered by "session" or "always" (`null` when none).
     Rule {

@@ -36,7 +36,7 @@ pub use fetch::{WebFetch, WebFetchArgs};
 pub use glob::{Glob, GlobArgs, GlobSort};
 pub use grep::{Grep, GrepArgs};
 pub use jobs::{Jobs, MAX_JOBS};
-pub use mcp::McpServers;
+pub use mcp::{AddedTool, McpServers};
 pub use patch::{ApplyPatch, ApplyPatchArgs, FileOp, Hunk, apply_hunks, parse as parse_patch};
 pub use preview::{PREVIEW_CAP, Preview, preview};
 pub use read::{ReadFile, ReadFileArgs};

@@ -19,13 +19,22 @@ use crate::registry::{DynamicTool, Registry};
 /// repository's files in it (nothing more is made readable for it).
 const NEUTRAL_CWD: &str = "/";
 
+mod added;
+
+pub use added::AddedTool;
+
 /// One running server and its tools' definitions as last listed.
 struct Running {
     server: Server,
-    /// Whether the settings trust the server's hints (so they are part of its definitions).
-    hints: bool,
+    /// The server's name in the settings.
+    name: String,
+    /// Its settings (which tools it offers, whether its hints are trusted).
+    config: warden_config::McpServer,
     /// Tool → definition: read again when the server says its list changed.
     current: Mutex<BTreeMap<String, Value>>,
+    /// The tools offered to the model, or put to a person, so far: a tool the server adds later
+    /// is new until then.
+    seen: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Running {
@@ -33,19 +42,24 @@ impl Running {
     /// `None` when the server no longer has it.
     fn definition(&self, tool: &str) -> Option<Value> {
         let mut current = self.current.lock().ok()?;
+        self.refresh(&mut current);
+        current.get(tool).cloned()
+    }
+
+    /// Lists the tools again when the server said its list changed.
+    fn refresh(&self, current: &mut BTreeMap<String, Value>) {
         if self.server.tools_changed() {
             match self.server.tools() {
                 Ok(tools) => {
                     *current = tools
                         .iter()
-                        .map(|t| (t.name.clone(), definition(t, self.hints)))
+                        .map(|t| (t.name.clone(), definition(t, self.config.trust_hints)))
                         .collect();
                 }
                 // Not known now: held, below.
                 Err(_) => current.clear(),
             }
         }
-        current.get(tool).cloned()
     }
 }
 
@@ -57,6 +71,8 @@ pub struct McpServers {
     named: BTreeMap<String, Arc<Running>>,
     /// What could not be started or listed, one line each, for the person and the trace.
     pub problems: Vec<String>,
+    /// The pinned definitions, shared by every tool offered.
+    pins: Option<Arc<Pins>>,
     /// The tools (`mcp__SERVER__TOOL`) a server whose hints the settings trust says only read:
     /// for the policy (`Engine::trust_read_only_hint`).
     pub read_only: Vec<String>,
@@ -80,6 +96,7 @@ impl McpServers {
         let settings = &ctx.settings;
         let mut out = McpServers::default();
         let pins = Arc::new(Pins::new(settings.dirs.data_dir.as_deref()));
+        out.pins = Some(Arc::clone(&pins));
         if settings.dirs.data_dir.is_none() && !settings.mcp.servers.is_empty() {
             out.problems.push(
                 "no data directory: MCP tool definitions are not pinned, so a server changing \
@@ -128,49 +145,12 @@ impl McpServers {
                         .collect(),
                 ),
                 server: started,
-                hints: server.trust_hints,
+                name: name.clone(),
+                config: server.clone(),
+                seen: Mutex::default(),
             });
             match listed {
-                Ok(tools) => {
-                    let tools: Vec<_> = tools
-                        .into_iter()
-                        .filter(|t| server.offers(&t.name))
-                        .collect();
-                    // What is offered now is pinned at first sight: a later change of a tool
-                    // never called is told against it too.
-                    let seen: Vec<(String, Value)> = tools
-                        .iter()
-                        .map(|t| (t.name.clone(), definition(t, server.trust_hints)))
-                        .collect();
-                    if let Err(why) = pins.pin_new(name, &seen) {
-                        out.problems.push(why);
-                    }
-                    for tool in tools {
-                        let offered = warden_mcp::tool_name(name, &tool.name);
-                        if server.trust_hints && says_read_only(&tool) {
-                            out.read_only.push(offered.clone());
-                        }
-                        let description = describe(name, &tool);
-                        let call = Box::new(McpCall {
-                            running: Arc::clone(&started),
-                            server: name.clone(),
-                            tool: tool.name.clone(),
-                            offered: definition(&tool, server.trust_hints),
-                            pins: Arc::clone(&pins),
-                        });
-                        if let Err(error) = registry.register_dynamic(
-                            &offered,
-                            description,
-                            tool.input_schema.clone(),
-                            call,
-                        ) {
-                            out.problems.push(format!(
-                                "MCP server {name}: its tool {:?} is not offered: {error}",
-                                tool.name
-                            ));
-                        }
-                    }
-                }
+                Ok(tools) => out.offer(registry, &started, &pins, tools),
                 Err(error) => out.problems.push(error.to_string()),
             }
             out.named.insert(name.clone(), Arc::clone(&started));
@@ -178,6 +158,56 @@ impl McpServers {
         }
         out.offer_resources(registry);
         out
+    }
+
+    /// Offers `tools` of the server `running` in `registry` (those its settings offer), each
+    /// pinned at first sight.
+    fn offer(
+        &mut self,
+        registry: &mut Registry,
+        running: &Arc<Running>,
+        pins: &Arc<Pins>,
+        tools: Vec<warden_mcp::McpTool>,
+    ) {
+        let (name, server) = (&running.name, &running.config);
+        let tools: Vec<_> = tools
+            .into_iter()
+            .filter(|t| server.offers(&t.name))
+            .collect();
+        // What is offered now is pinned at first sight: a later change of a tool never called
+        // is told against it too.
+        let seen: Vec<(String, Value)> = tools
+            .iter()
+            .map(|t| (t.name.clone(), definition(t, server.trust_hints)))
+            .collect();
+        if let Err(why) = pins.pin_new(name, &seen) {
+            self.problems.push(why);
+        }
+        if let Ok(mut seen) = running.seen.lock() {
+            seen.extend(tools.iter().map(|t| t.name.clone()));
+        }
+        for tool in tools {
+            let offered = warden_mcp::tool_name(name, &tool.name);
+            if server.trust_hints && says_read_only(&tool) {
+                self.read_only.push(offered.clone());
+            }
+            let description = describe(name, &tool);
+            let call = Box::new(McpCall {
+                running: Arc::clone(running),
+                server: name.clone(),
+                tool: tool.name.clone(),
+                offered: definition(&tool, server.trust_hints),
+                pins: Arc::clone(pins),
+            });
+            if let Err(error) =
+                registry.register_dynamic(&offered, description, tool.input_schema.clone(), call)
+            {
+                self.problems.push(format!(
+                    "MCP server {name}: its tool {:?} is not offered: {error}",
+                    tool.name
+                ));
+            }
+        }
     }
 
     /// Registers `readMcpResource` when a running server lists resources: the servers and

@@ -323,6 +323,7 @@ fn start(
         .interrupt(interrupt)
         .saved_items(saved.items)
         .skills(skills.as_ref())
+        .mcp(Some(&mcp))
         .build()
         .map_err(|e| match e {
             warden_agent::AgentError::Settings(_) => CliError::usage(anyhow!(e)),

@@ -235,3 +235,67 @@ fn a_server_reaches_only_the_hosts_its_settings_allow_through_its_own_proxy() {
     assert!(!reached(&one, &other), "{one}");
     assert!(!reached(&one, &direct), "{one}");
 }
+
+#[test]
+fn a_tool_added_during_a_run_is_offered_only_once_approved() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    let run = |on_ask: &str| {
+        let p = Project::new();
+        hostile(&p);
+        let server = FakeProvider::start(vec![
+            openai::calls(
+                "",
+                &[Call::new("g", "mcp__hostile__grow", &serde_json::json!({}))],
+                8,
+            ),
+            openai::calls(
+                "",
+                &[Call::new("l", "mcp__hostile__late", &serde_json::json!({}))],
+                8,
+            ),
+            openai::text("done"),
+        ]);
+        let run = crate::support::warden_run(&p, &server, &["--on-ask", on_ask], "grow it");
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        // What the model was offered on its second turn, and what it got for `late`.
+        let second = server.received()[1].json();
+        let offered: Vec<String> = second["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        let third = server.received()[2].json();
+        let late = third["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["tool_call_id"] == "l")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let events = crate::support::events(&run.stdout);
+        let asked = crate::support::of_kind(&events, "approval_requested")
+            .into_iter()
+            .filter(|e| e["tool"] == "mcp__hostile__late")
+            .count();
+        (offered, late, asked)
+    };
+    // Nobody to approve it (--on-ask deny): asked once, not offered, not run.
+    let (offered, late, asked) = run("deny");
+    assert_eq!(asked, 1);
+    assert!(
+        !offered.iter().any(|t| t == "mcp__hostile__late"),
+        "{offered:?}"
+    );
+    assert!(!late.contains("the late tool ran"), "{late}");
+    // Approved (--on-ask allow): offered from the next turn, and it runs.
+    let (offered, late, asked) = run("allow");
+    assert_eq!(asked, 1);
+    assert!(
+        offered.iter().any(|t| t == "mcp__hostile__late"),
+        "{offered:?}"
+    );
+    assert!(late.contains("the late tool ran"), "{late}");
+}
