@@ -1,4 +1,5 @@
-//! One running server: its process, the protocol session over its standard input and output,
+//! One running server: its process and the protocol session over its standard streams (or a
+//! streamable HTTP session with a server elsewhere),
 //! and a runtime of its own, so that callers (warden's tools are synchronous) block on it.
 
 use std::process::Stdio;
@@ -6,22 +7,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    InitializeRequestParams,
-};
-use rmcp::model::{JsonRpcMessage, ServerNotification};
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::{IntoTransport, Transport};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::IntoTransport;
+use rmcp::{RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
-use crate::elicit::{Answer, Asker, Question, misfit, with_defaults};
+use crate::handler::{Handler, Watched};
 use crate::result::CallOutcome;
 use crate::{Launch, McpError, McpTool};
 
@@ -31,143 +26,6 @@ const MAX_TOOLS: usize = 512;
 
 /// The end of a server's standard error kept for messages.
 const STDERR_TAIL: usize = 2048;
-
-/// What warden tells a server about itself, and what it hears back.
-struct Handler {
-    /// The server's name in the settings.
-    server: String,
-    /// Set when the server says its tools changed; the list is read again before the next use.
-    tools_changed: Arc<AtomicBool>,
-    /// Who answers the server's questions; none when warden runs headless.
-    asker: Option<Asker>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> InitializeRequestParams {
-        // No sampling and no roots: a server asking for them is told the method is not there
-        // (the SDK's default answers). Forms are answered when someone can answer them.
-        let mut capabilities = ClientCapabilities::default();
-        if self.asker.is_some() {
-            let mut elicitation = ElicitationCapability::new();
-            elicitation.form = Some(FormElicitationCapability::new());
-            capabilities.elicitation = Some(elicitation);
-        }
-        // The newest version with an `initialize`; a server answering an older one (back to
-        // 2024-11-05) is spoken to in that one.
-        InitializeRequestParams::new(
-            capabilities,
-            Implementation::new("warden", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let (message, schema) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (
-                message,
-                serde_json::to_value(&requested_schema).unwrap_or_default(),
-            ),
-            _ => {
-                return Err(ErrorData::invalid_request(
-                    "warden does not open a server's address for input: only forms are \
-                     answered",
-                    None,
-                ));
-            }
-        };
-        let Some(asker) = self.asker.clone() else {
-            return Err(ErrorData::invalid_request(
-                "warden runs without a person to answer (headless): the request for input \
-                 was refused",
-                None,
-            ));
-        };
-        let question = Question {
-            server: self.server.clone(),
-            message,
-            schema,
-        };
-        let answer = tokio::task::spawn_blocking(move || {
-            match asker.ask(&question) {
-                // A field left alone is answered with its default (SEP-1034).
-                Answer::Accept(content) => {
-                    let content = with_defaults(&question.schema, content);
-                    match misfit(&question.schema, &content) {
-                        Some(why) => {
-                            Answer::Refuse(format!("the answer does not fit the form: {why}"))
-                        }
-                        None => Answer::Accept(content),
-                    }
-                }
-                other => other,
-            }
-        })
-        .await
-        .unwrap_or_else(|_| Answer::Refuse("asking the person failed".to_owned()));
-        match answer {
-            Answer::Accept(content) => {
-                Ok(ElicitResult::new(ElicitationAction::Accept)
-                    .with_content(Value::Object(content)))
-            }
-            Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
-            Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
-            Answer::Refuse(why) => Err(ErrorData::invalid_request(why, None)),
-        }
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_changed.store(true, Ordering::SeqCst);
-        std::future::ready(())
-    }
-}
-
-/// A transport that notes `notifications/tools/list_changed` as it is read, in the order of the
-/// stream: the SDK hands notifications to the handler on tasks of their own, so an answer read
-/// after the notice could otherwise reach its caller before the handler has marked the list
-/// changed (and a changed tool pass for the one offered).
-struct Watched<T> {
-    inner: T,
-    tools_changed: Arc<AtomicBool>,
-}
-
-impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await;
-        if let Some(JsonRpcMessage::Notification(notice)) = &message
-            && matches!(
-                notice.notification,
-                ServerNotification::ToolListChangedNotification(_)
-            )
-        {
-            self.tools_changed.store(true, Ordering::SeqCst);
-        }
-        message
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
-}
 
 /// Who the server said it is when it started.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,6 +6,7 @@
 mod client;
 mod elicit;
 mod environment;
+mod handler;
 mod http;
 mod result;
 
