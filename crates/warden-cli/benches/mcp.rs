@@ -1,6 +1,7 @@
 //! MCP: the latency warden adds to a tool call (its schema check, the policy, the pin check,
-//! the trace) over the same call made with the client alone, and what starting a server inside
-//! the sandbox costs over starting it plainly, beside what bubblewrap costs over a plain start.
+//! the trace) over the same call made with the client alone, over stdio and over streamable
+//! HTTP, and what starting a server inside the sandbox costs over starting it plainly, beside
+//! what bubblewrap costs over a plain start.
 //! Needs npm's server-everything in `target/mcp-peers` (see the README) and `bwrap`.
 //!
 //! `cargo bench -p warden-cli --bench mcp`
@@ -27,7 +28,14 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join(".git")).unwrap();
-    calls(&root, &script, &peers.join("node_modules"));
+    let stdio = settings(&root, &script, &peers.join("node_modules"), false);
+    calls(&root, &stdio, "stdio");
+    let (_server, url) = serve_http(&script);
+    let mut http = stdio.clone();
+    http.mcp
+        .servers
+        .insert("everything".to_owned(), McpServer::http(url));
+    calls(&root, &http, "streamable HTTP");
     starts(&root);
 }
 
@@ -56,16 +64,46 @@ fn settings(root: &Path, script: &Path, modules: &Path, sandbox: bool) -> Settin
     settings
 }
 
+/// server-everything serving streamable HTTP on a free port of loopback (killed when dropped),
+/// and its address.
+fn serve_http(script: &Path) -> (Killed, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `echo` called with the client alone and through warden's runner (rule, pin, trace), in
 /// alternating rounds of 50 calls; medians per call.
-fn calls(root: &Path, script: &Path, modules: &Path) {
-    let settings = settings(root, script, modules, false);
+fn calls(root: &Path, settings: &Settings, transport: &str) {
     let server = &settings.mcp.servers["everything"];
     let direct = Server::start(Launch::from_settings("everything", server, root)).unwrap();
-    let ctx = ToolContext::from_settings(&settings).unwrap();
+    let ctx = ToolContext::from_settings(settings).unwrap();
     let mut registry = Registry::builtin().unwrap();
     let servers = McpServers::start(&ctx, &mut registry);
-    let engine = Engine::from_settings(&settings).unwrap();
+    let engine = Engine::from_settings(settings).unwrap();
     let store = warden_trace::TraceStore::open(&root.join("trace.db")).unwrap();
     let mut runner =
         ToolRunner::new(&registry, &ctx, &engine, Some(&store), SessionId::new()).unwrap();
@@ -86,7 +124,7 @@ fn calls(root: &Path, script: &Path, modules: &Path) {
     }
     let (plain, through) = (median(plain), median(through));
     println!(
-        "MCP call (stdio, server-everything echo), median of 1,000 each:\n  \
+        "MCP call ({transport}, server-everything echo), median of 1,000 each:\n  \
          client alone {plain:.3} ms, through warden {through:.3} ms: warden adds {:.3} ms \
          (target 1 ms), ratio {:.2}",
         through - plain,
