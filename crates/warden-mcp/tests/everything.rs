@@ -182,3 +182,31 @@ fn a_form_of_the_real_server_is_answered_only_when_someone_can_answer() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn an_older_server_is_spoken_to_in_its_version_and_every_page_of_its_tools_is_read() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/older.py");
+    let launch = Launch {
+        name: "older".to_owned(),
+        url: None,
+        headers: Vec::new(),
+        asker: None,
+        command: "python3".to_owned(),
+        args: vec![script.to_owned()],
+        env: vec![("PATH".to_owned(), std::env::var("PATH").unwrap())],
+        cwd: std::env::temp_dir(),
+        startup_timeout: Duration::from_secs(10),
+        tool_timeout: Duration::from_secs(10),
+    };
+    let server = Server::start(launch).unwrap();
+    assert_eq!(server.info().initialize["protocolVersion"], "2024-11-05");
+    let names: Vec<String> = server
+        .tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["first", "second-page-2"]);
+    let called = server.call("second-page-2", json!({})).unwrap();
+    assert_eq!(called.text, "called second-page-2");
+}
