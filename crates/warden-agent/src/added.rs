@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use warden_protocol::{Asked, Decision, Event, Resolved};
-use warden_tools::OnAsk;
 
 use crate::agent::Agent;
-use crate::approve::{Answer, Question};
+use crate::approve::Answer;
 
 impl Agent<'_> {
     /// Puts every tool the servers added since the last turn to the person; whether one was
@@ -38,18 +37,7 @@ impl Agent<'_> {
                 reason,
                 ..Decision::unchecked()
             };
-            let answer = match (self.approver, self.on_ask) {
-                (Some(approver), _) => approver.ask(&Question {
-                    tool: &added.name,
-                    arguments: &added.description,
-                    decision: &decision,
-                    rule: None,
-                    preview: None,
-                    wider: None,
-                }),
-                (None, OnAsk::Allow) => Answer::Once,
-                (None, OnAsk::Deny) => Answer::Deny(None),
-            };
+            let answer = self.put(&added.name, &added.description, &decision, Answer::Once);
             self.publish(&Event::ApprovalResolved {
                 tool: added.name.clone(),
                 answer: answer.kind(),

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use warden_config::RuleList;
 use warden_policy::{Action, Engine, Remembered, Wider};
-use warden_protocol::{Asked, DecisionKind, Event, Resolved};
+use warden_protocol::{Asked, Decision, DecisionKind, Event, Resolved};
 use warden_tools::{Checked, OnAsk};
 
 use crate::agent::Agent;
@@ -12,6 +12,30 @@ use crate::approve::{Answer, Question};
 use crate::owned::REQUEST_PERMISSION;
 
 impl Agent<'_> {
+    /// A yes-or-no question with no rule to remember (`tool`, `arguments` and `decision` as the
+    /// person sees them), put to the person, else answered by `--on-ask`: `allowed` when it
+    /// allows.
+    pub(crate) fn put(
+        &self,
+        tool: &str,
+        arguments: &str,
+        decision: &Decision,
+        allowed: Answer,
+    ) -> Answer {
+        match (self.approver, self.on_ask) {
+            (Some(approver), _) => approver.ask(&Question {
+                tool,
+                arguments,
+                decision,
+                rule: None,
+                preview: None,
+                wider: None,
+            }),
+            (None, OnAsk::Allow) => allowed,
+            (None, OnAsk::Deny) => Answer::Deny(None),
+        }
+    }
+
     /// Puts a call to a person (or answers it with `--on-ask`).
     pub(crate) fn approve(&mut self, checked: &mut Checked, new_rules: &mut Vec<String>) {
         let escalation = checked.decision.decision == DecisionKind::RequireEscalation;

@@ -12,10 +12,9 @@ use serde_json::{Value, json};
 use warden_policy::{Narrowing, RuleKind};
 use warden_protocol::{Asked, Decision, Event, Resolved};
 use warden_skills::Registry;
-use warden_tools::OnAsk;
 
 use crate::agent::Agent;
-use crate::approve::{Answer, Question};
+use crate::approve::Answer;
 use crate::owned::SKILL;
 use crate::state::{ActiveSkill, State};
 
@@ -269,18 +268,7 @@ impl Agent<'_> {
             reason: why.clone(),
             ..Decision::unchecked()
         };
-        let answer = match (self.approver, self.on_ask) {
-            (Some(approver), _) => approver.ask(&Question {
-                tool: SKILL,
-                arguments: name,
-                decision: &decision,
-                rule: None,
-                preview: None,
-                wider: None,
-            }),
-            (None, OnAsk::Allow) => Answer::Once,
-            (None, OnAsk::Deny) => Answer::Deny(None),
-        };
+        let answer = self.put(SKILL, name, &decision, Answer::Once);
         self.publish(&Event::ApprovalResolved {
             tool: SKILL.to_owned(),
             answer: answer.kind(),

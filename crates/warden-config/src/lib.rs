@@ -8,6 +8,7 @@
 //! ([`json_schema`], [`settings_markdown`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent_mcp;
 mod autorun;
 mod docs;
 mod error;
@@ -24,6 +25,7 @@ mod settings;
 mod state;
 mod trust;
 
+pub use agent_mcp::server_from_agent;
 pub use autorun::{AUTO_RUN, repository_auto_run};
 pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;

@@ -24,6 +24,9 @@ use crate::{Launch, McpError, McpTool};
 /// server trying to fill the model's context, or broken).
 const MAX_TOOLS: usize = 512;
 
+/// How many times its timeout a call may take while the server keeps reporting progress.
+const MOST_WITH_PROGRESS: u32 = 10;
+
 /// The end of a server's standard error kept for messages.
 const STDERR_TAIL: usize = 2048;
 
@@ -65,6 +68,8 @@ pub struct Server {
     process: Process,
     stderr: Arc<Mutex<Vec<u8>>>,
     tools_changed: Arc<AtomicBool>,
+    /// Ticks at each progress notice of the server.
+    progress: tokio::sync::watch::Receiver<u64>,
     info: ServerInfo,
 }
 
@@ -211,11 +216,13 @@ impl Server {
             tools_changed: Arc::clone(&tools_changed),
             asker: launch.asker.clone(),
         };
+        let (progress_sender, progress) = tokio::sync::watch::channel(0);
         let transport = {
             let _entered = runtime.enter();
             Watched {
                 inner: transport.into_transport(),
                 tools_changed: Arc::clone(&tools_changed),
+                progress: progress_sender,
             }
         };
         let started = runtime.block_on(async {
@@ -258,6 +265,7 @@ impl Server {
             process,
             stderr,
             tools_changed,
+            progress,
         })
     }
 
@@ -313,9 +321,49 @@ impl Server {
         };
         let peer = self.peer()?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let result = self.within("tools/call", self.launch.tool_timeout, async {
-            peer.call_tool(params).await
-        })?;
+        let limit = self.launch.tool_timeout;
+        let mut progress = self.progress.clone();
+        progress.borrow_and_update();
+        let answered = self.runtime.block_on(async {
+            let started = tokio::time::Instant::now();
+            let most = started + limit * MOST_WITH_PROGRESS;
+            let mut deadline = started + limit;
+            let mut hearing = true;
+            let call = peer.call_tool(params);
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    result = &mut call => break Some(result),
+                    () = tokio::time::sleep_until(deadline) => break None,
+                    heard = progress.changed(), if hearing => match heard {
+                        // A server saying how far it got has another timeout from now, up to
+                        // its most.
+                        Ok(()) => deadline = (tokio::time::Instant::now() + limit).min(most),
+                        Err(_) => hearing = false,
+                    },
+                }
+            }
+        });
+        // Past its time the call's future is dropped, which cancels it at the server.
+        let result = match answered {
+            Some(Ok(result)) => result,
+            Some(Err(error)) => {
+                return Err(McpError::Protocol {
+                    server: self.launch.name.clone(),
+                    what: "tools/call".to_owned(),
+                    message: with_causes(&error),
+                    stderr: stderr_note(&self.stderr),
+                });
+            }
+            None => {
+                return Err(McpError::Timeout {
+                    server: self.launch.name.clone(),
+                    what: "tools/call".to_owned(),
+                    seconds: limit.as_secs(),
+                    stderr: stderr_note(&self.stderr),
+                });
+            }
+        };
         let value = serde_json::to_value(&result).unwrap_or_default();
         Ok(CallOutcome::from_result(&value))
     }

@@ -124,6 +124,8 @@ impl ClientHandler for Handler {
 pub(crate) struct Watched<T> {
     pub(crate) inner: T,
     pub(crate) tools_changed: Arc<AtomicBool>,
+    /// Counts the server's progress notices: a call that hears one waits longer.
+    pub(crate) progress: tokio::sync::watch::Sender<u64>,
 }
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
@@ -145,6 +147,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
             )
         {
             self.tools_changed.store(true, Ordering::SeqCst);
+        }
+        if let Some(JsonRpcMessage::Notification(notice)) = &message
+            && matches!(
+                notice.notification,
+                ServerNotification::ProgressNotification(_)
+            )
+        {
+            self.progress.send_modify(|n| *n = n.wrapping_add(1));
         }
         message
     }

@@ -72,6 +72,32 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// The program `command args` named `name`, with an empty environment, started in the
+    /// temporary directory, 30 s to start and per call.
+    pub fn program(name: &str, command: &str, args: Vec<String>) -> Launch {
+        Launch {
+            name: name.to_owned(),
+            url: None,
+            headers: Vec::new(),
+            asker: None,
+            command: command.to_owned(),
+            args,
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+            startup_timeout: Duration::from_secs(30),
+            tool_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The streamable HTTP server at `url` named `name`, no headers, 30 s to start and per
+    /// call.
+    pub fn http(name: &str, url: &str) -> Launch {
+        Launch {
+            url: Some(url.to_owned()),
+            ..Launch::program(name, "", Vec::new())
+        }
+    }
+
     /// A server of the settings, started in `root` unless it names its own directory.
     pub fn from_settings(
         name: &str,

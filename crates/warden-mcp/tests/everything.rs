@@ -16,16 +16,12 @@ fn launch(script: &std::path::Path, env: Vec<(String, String)>) -> Launch {
     let mut env = env;
     env.push(("PATH".to_owned(), std::env::var("PATH").unwrap()));
     Launch {
-        name: "everything".to_owned(),
-        url: None,
-        headers: Vec::new(),
-        asker: None,
-        command: "node".to_owned(),
-        args: vec![script.display().to_string(), "stdio".to_owned()],
         env,
-        cwd: std::env::temp_dir(),
-        startup_timeout: Duration::from_secs(30),
-        tool_timeout: Duration::from_secs(30),
+        ..Launch::program(
+            "everything",
+            "node",
+            vec![script.display().to_string(), "stdio".to_owned()],
+        )
     }
 }
 
@@ -103,19 +99,34 @@ fn a_call_past_its_timeout_is_cancelled_and_the_session_goes_on() {
 }
 
 #[test]
+fn a_call_that_reports_progress_may_take_longer_than_its_timeout() {
+    let Some(script) = everything() else { return };
+    let mut launch = launch(&script, Vec::new());
+    launch.tool_timeout = Duration::from_secs(1);
+    let server = Server::start(launch).unwrap();
+    // Three seconds in steps of half a second, each reported: past the one-second timeout,
+    // and finished (the call above, with a step of ten seconds, is not).
+    let steady = server
+        .call(
+            "trigger-long-running-operation",
+            json!({"duration": 3, "steps": 6}),
+        )
+        .unwrap();
+    assert!(steady.text.contains("completed"), "{steady:?}");
+    // Progress buys ten timeouts at most.
+    let endless = server.call(
+        "trigger-long-running-operation",
+        json!({"duration": 30, "steps": 60}),
+    );
+    assert!(
+        matches!(endless, Err(McpError::Timeout { .. })),
+        "{endless:?}"
+    );
+}
+
+#[test]
 fn a_program_that_is_not_there_is_a_clear_error() {
-    let launch = Launch {
-        name: "ghost".to_owned(),
-        url: None,
-        headers: Vec::new(),
-        asker: None,
-        command: "/nonexistent/mcp-server".to_owned(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: std::env::temp_dir(),
-        startup_timeout: Duration::from_secs(5),
-        tool_timeout: Duration::from_secs(5),
-    };
+    let launch = Launch::program("ghost", "/nonexistent/mcp-server", Vec::new());
     let error = Server::start(launch).err().unwrap();
     assert!(
         error
@@ -128,19 +139,17 @@ fn a_program_that_is_not_there_is_a_clear_error() {
 #[test]
 fn a_program_that_does_not_speak_mcp_fails_its_start_with_what_it_said() {
     let launch = Launch {
-        name: "mute".to_owned(),
-        url: None,
-        headers: Vec::new(),
-        asker: None,
-        command: "sh".to_owned(),
-        args: vec![
-            "-c".to_owned(),
-            "echo 'not a server' >&2; echo garbage; sleep 30".to_owned(),
-        ],
         env: vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned())],
-        cwd: std::env::temp_dir(),
         startup_timeout: Duration::from_secs(2),
         tool_timeout: Duration::from_secs(2),
+        ..Launch::program(
+            "mute",
+            "sh",
+            vec![
+                "-c".to_owned(),
+                "echo 'not a server' >&2; echo garbage; sleep 30".to_owned(),
+            ],
+        )
     };
     let error = Server::start(launch).err().unwrap().to_string();
     assert!(error.contains("mute"), "{error}");
@@ -187,16 +196,8 @@ fn a_form_of_the_real_server_is_answered_only_when_someone_can_answer() {
 fn an_older_server_is_spoken_to_in_its_version_and_every_page_of_its_tools_is_read() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/older.py");
     let launch = Launch {
-        name: "older".to_owned(),
-        url: None,
-        headers: Vec::new(),
-        asker: None,
-        command: "python3".to_owned(),
-        args: vec![script.to_owned()],
         env: vec![("PATH".to_owned(), std::env::var("PATH").unwrap())],
-        cwd: std::env::temp_dir(),
-        startup_timeout: Duration::from_secs(10),
-        tool_timeout: Duration::from_secs(10),
+        ..Launch::program("older", "python3", vec![script.to_owned()])
     };
     let server = Server::start(launch).unwrap();
     assert_eq!(server.info().initialize["protocolVersion"], "2024-11-05");

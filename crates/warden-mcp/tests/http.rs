@@ -25,19 +25,11 @@ impl Drop for Killed {
 
 fn remote(url: String, headers: Vec<(&str, &str)>) -> Launch {
     Launch {
-        name: "remote".to_owned(),
-        url: Some(url),
         headers: headers
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
-        asker: None,
-        command: String::new(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: std::env::temp_dir(),
-        startup_timeout: Duration::from_secs(20),
-        tool_timeout: Duration::from_secs(20),
+        ..Launch::http("remote", &url)
     }
 }
 

@@ -404,6 +404,17 @@ fn server_egress(ctx: &ToolContext, hosts: &[String]) -> Result<crate::egress::E
     Ok(crate::egress::launch(config, None)?)
 }
 
+/// Why `value` does not match `schema`, if it does not (a schema that does not compile: said).
+fn misfit(schema: &Value, value: &Value) -> Option<String> {
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => validator
+            .iter_errors(value)
+            .next()
+            .map(|error| format!("{error} (at {})", error.instance_path())),
+        Err(error) => Some(format!("its outputSchema does not compile: {error}")),
+    }
+}
+
 /// What the model is told: the server's description, and whose it is.
 fn describe(server: &str, tool: &warden_mcp::McpTool) -> String {
     let text = tool.description.trim();
@@ -485,6 +496,20 @@ impl DynamicTool for McpCall {
             "content": outcome.text,
         });
         if let Some(structured) = outcome.structured {
+            // A tool that declares the shape of its result is held to it: what does not fit is
+            // not passed on as if it did.
+            if let Some(schema) = self.offered.get("outputSchema").filter(|s| s.is_object())
+                && let Some(why) = misfit(schema, &structured)
+            {
+                return Err(ToolError::new(
+                    ToolErrorKind::Failed,
+                    format!(
+                        "the MCP tool {} of {} answered with structured content that does not \
+                         match its outputSchema: {why}",
+                        self.tool, self.server
+                    ),
+                ));
+            }
             out["structuredContent"] = structured;
         }
         if let Some(warning) = unpinned {

@@ -44,7 +44,7 @@ pub(super) fn read(file: &Path, project: &Path) -> Result<Vec<Found>, String> {
         for (name, server) in servers {
             let json = serde_json::to_value(&server).unwrap_or_default();
             found.push(Found {
-                server: convert(&json),
+                server: warden_config::server_from_agent(&json),
                 name,
                 from: file.to_path_buf(),
             });
@@ -65,111 +65,11 @@ pub(super) fn read(file: &Path, project: &Path) -> Result<Vec<Found>, String> {
             found.push(Found {
                 name: name.clone(),
                 from: file.to_path_buf(),
-                server: convert(server),
+                server: warden_config::server_from_agent(server),
             });
         }
     }
     Ok(found)
-}
-
-/// One server's JSON (either agent's shape) as warden's, or why it cannot be.
-fn convert(server: &Value) -> Result<NewMcpServer, String> {
-    let kind = server
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("stdio");
-    if kind == "sse" {
-        return Err("the older HTTP+SSE transport: warden speaks streamable HTTP".to_owned());
-    }
-    if let Some(url) = server.get("url") {
-        return remote(server, url);
-    }
-    if kind != "stdio" {
-        return Err(format!(
-            "a server of type {kind:?}, which warden does not know"
-        ));
-    }
-    let command = server
-        .get("command")
-        .and_then(Value::as_str)
-        .filter(|c| !c.trim().is_empty())
-        .ok_or("no command")?
-        .to_owned();
-    let strings = |key: &str| -> Vec<String> {
-        server
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let args = strings("args");
-    let mut env = Vec::new();
-    let mut env_vars = strings("env_vars");
-    for (key, val) in server
-        .get("env")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let text = val.as_str().unwrap_or_default();
-        // `${NAME}` (or `${NAME:-default}`) of the same name: passed from warden's environment.
-        let named = text
-            .strip_prefix("${")
-            .and_then(|rest| rest.strip_suffix('}'))
-            .map(|inner| inner.split(":-").next().unwrap_or(inner));
-        match named {
-            Some(name) if name == key => env_vars.push(name.to_owned()),
-            _ => env.push((key.clone(), text.to_owned())),
-        }
-    }
-    Ok(NewMcpServer {
-        command,
-        args,
-        env,
-        env_vars,
-        ..NewMcpServer::default()
-    })
-}
-
-/// A streamable HTTP server: Claude Code's `headers` (whose `${NAME}`s warden reads the same
-/// way), Codex's `http_headers`, `env_http_headers` (header → variable) and
-/// `bearer_token_env_var`.
-fn remote(server: &Value, url: &Value) -> Result<NewMcpServer, String> {
-    let url = url
-        .as_str()
-        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-        .ok_or("its url is not http:// or https://")?
-        .to_owned();
-    let table = |key: &str| {
-        server
-            .get(key)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect::<Vec<_>>()
-    };
-    let mut headers = table("headers");
-    headers.extend(table("http_headers"));
-    for (header, variable) in table("env_http_headers") {
-        headers.push((header, format!("${{{variable}}}")));
-    }
-    if let Some(variable) = server.get("bearer_token_env_var").and_then(Value::as_str) {
-        headers.push((
-            "Authorization".to_owned(),
-            format!("Bearer ${{{variable}}}"),
-        ));
-    }
-    Ok(NewMcpServer {
-        url: Some(url),
-        headers,
-        ..NewMcpServer::default()
-    })
 }
 
 /// `text` with its control characters written out (`\u{1b}`), so a file cannot hide what it

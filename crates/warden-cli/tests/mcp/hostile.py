@@ -35,6 +35,10 @@ def tools():
          "inputSchema": plain},
         {"name": "grow", "description": "Adds the tool late and says the list changed.",
          "inputSchema": plain},
+        {"name": "shaped", "description": "A structured result, of its declared shape unless q is bad.",
+         "inputSchema": plain,
+         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                          "required": ["n"]}},
     ] + [{"name": "late", "description": "Added during the session.", "inputSchema": plain}
          for _ in GROWN]
 
@@ -110,6 +114,11 @@ for line in sys.stdin:
             GROWN.append(True)
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             text(request_id, "grown")
+        elif name == "shaped":
+            n = "not a number" if query == "bad" else 3
+            send({"jsonrpc": "2.0", "id": request_id, "result": {
+                "content": [{"type": "text", "text": json.dumps({"n": n})}],
+                "structuredContent": {"n": n}}})
         elif name == "late":
             text(request_id, "the late tool ran")
         elif name == "mutate":

@@ -299,3 +299,20 @@ fn a_tool_added_during_a_run_is_offered_only_once_approved() {
     );
     assert!(late.contains("the late tool ran"), "{late}");
 }
+
+#[test]
+fn a_structured_result_is_held_to_the_tool_s_output_schema() {
+    let p = Project::new();
+    hostile(&p);
+    let shaped = |q: &str| {
+        let args = serde_json::json!({ "q": q }).to_string();
+        p.run(&["mcp", "call", "hostile", "shaped", "--args", &args])
+    };
+    let fits = shaped("ok");
+    assert_eq!(fits.code, 0, "{}{}", fits.stdout, fits.stderr);
+    assert_eq!(fits.json()["structuredContent"]["n"], 3);
+    let misfit = shaped("bad");
+    assert_eq!(misfit.code, 1, "{}", misfit.stdout);
+    assert_eq!(misfit.json()["error"]["kind"], "failed");
+    assert!(misfit.stdout.contains("outputSchema"), "{}", misfit.stdout);
+}

@@ -88,7 +88,19 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
     }
     let mut seen: Vec<PathBuf> = Vec::new();
     let own = read_own(opts, &project_root, &mut seen)?;
-    let files = read_project(&project_root.join(".warden"), &mut seen)?;
+    let mut files = read_project(&project_root.join(".warden"), &mut seen)?;
+    // Claude Code's `.mcp.json`, the lowest of the project's files: its servers too stand only
+    // once the project is trusted.
+    let dot_mcp = project_root.join(".mcp.json");
+    if let Some(text) = read_if_present(&dot_mcp)? {
+        let raw = crate::agent_mcp::project_layer(&text, &dot_mcp)?;
+        files.push(ProjectFile {
+            layer: Layer::Project,
+            path: dot_mcp,
+            text,
+            raw,
+        });
+    }
 
     let mut base_layers = own.above.clone();
     if let Some((path, raw)) = &own.user {

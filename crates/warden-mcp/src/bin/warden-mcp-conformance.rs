@@ -27,17 +27,11 @@ fn main() -> ExitCode {
 
 fn run(url: &str, scenario: &str) -> Result<(), String> {
     let launch = Launch {
-        name: "conformance".to_owned(),
-        url: Some(url.to_owned()),
-        headers: Vec::new(),
         // A person who leaves every field alone: the form's defaults are the answer.
         asker: Some(Asker::new(|_| Answer::Accept(serde_json::Map::new()))),
-        command: String::new(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: std::env::temp_dir(),
         startup_timeout: Duration::from_secs(20),
         tool_timeout: Duration::from_secs(20),
+        ..Launch::http("conformance", url)
     };
     let server = Server::start(launch).map_err(|e| e.to_string())?;
     let tools = server.tools().map_err(|e| e.to_string())?;
