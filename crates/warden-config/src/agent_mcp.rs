@@ -150,7 +150,7 @@ pub(crate) fn project_layer(text: &str, path: &Path) -> Result<RawSettings, Conf
         .filter_map(|(name, server)| Some((name.clone(), server_from_agent(server).ok()?.raw())))
         .collect();
     Ok(RawSettings {
-        mcp: (!servers.is_empty()).then(|| RawMcp {
+        mcp: (!servers.is_empty()).then_some(RawMcp {
             servers: Some(servers),
         }),
         ..RawSettings::default()

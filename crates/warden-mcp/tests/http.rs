@@ -23,13 +23,13 @@ impl Drop for Killed {
     }
 }
 
-fn remote(url: String, headers: Vec<(&str, &str)>) -> Launch {
+fn remote(url: &str, headers: Vec<(&str, &str)>) -> Launch {
     Launch {
         headers: headers
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
-        ..Launch::http("remote", &url)
+        ..Launch::http("remote", url)
     }
 }
 
@@ -82,7 +82,7 @@ fn a_real_http_server_is_listed_and_called() {
     let Some((_server, url)) = everything_http() else {
         return;
     };
-    let server = Server::start(remote(url, Vec::new())).unwrap();
+    let server = Server::start(remote(&url, Vec::new())).unwrap();
     assert_eq!(
         server.info().initialize["serverInfo"]["name"],
         "mcp-servers/everything"
@@ -106,14 +106,14 @@ fn a_real_http_server_is_listed_and_called() {
 fn headers_take_their_variables_from_warden_and_a_missing_one_is_named() {
     let (_server, base) = scripted();
     // The probe: without the header, the server sees no authorisation at all.
-    let plain = Server::start(remote(format!("{base}/mcp"), Vec::new())).unwrap();
+    let plain = Server::start(remote(&format!("{base}/mcp"), Vec::new())).unwrap();
     let seen: Value =
         serde_json::from_str(&plain.call("headers", json!({})).unwrap().text).unwrap();
     assert!(seen.get("authorization").is_none(), "{seen}");
     // SAFETY of the test: the variable is this test's own and no other test reads it.
     let variable = "WARDEN_TEST_HTTP_TOKEN_7F3A";
     let value = format!("Bearer ${{{variable}}}");
-    let run = |headers: Vec<(&str, &str)>| Server::start(remote(format!("{base}/mcp"), headers));
+    let run = |headers: Vec<(&str, &str)>| Server::start(remote(&format!("{base}/mcp"), headers));
     let missing = run(vec![("Authorization", &value)]).err().expect("refused");
     assert!(
         matches!(&missing, McpError::Settings { message, .. } if message.contains(variable)),
@@ -141,7 +141,7 @@ fn headers_take_their_variables_from_warden_and_a_missing_one_is_named() {
 fn child_sends_the_expanded_header() {
     let url = std::env::var("WARDEN_TEST_SCRIPTED_URL").unwrap();
     let server = Server::start(remote(
-        url,
+        &url,
         vec![
             ("Authorization", "Bearer ${WARDEN_TEST_HTTP_TOKEN_7F3A}"),
             ("X-Team", "tools"),
@@ -158,7 +158,7 @@ fn child_sends_the_expanded_header() {
 fn answers_come_as_json_or_as_an_event_stream() {
     let (_server, base) = scripted();
     for path in ["/mcp", "/events"] {
-        let server = Server::start(remote(format!("{base}{path}"), Vec::new())).unwrap();
+        let server = Server::start(remote(&format!("{base}{path}"), Vec::new())).unwrap();
         let names: Vec<String> = server
             .tools()
             .unwrap()
@@ -176,16 +176,16 @@ fn answers_come_as_json_or_as_an_event_stream() {
 #[test]
 fn too_large_an_answer_is_refused_and_a_redirect_not_followed() {
     let (_server, base) = scripted();
-    let server = Server::start(remote(format!("{base}/huge"), Vec::new())).unwrap();
+    let server = Server::start(remote(&format!("{base}/huge"), Vec::new())).unwrap();
     let huge = server.call("huge", json!({})).expect_err("refused");
     assert!(huge.to_string().contains("maximum size"), "{huge}");
     // A redirect to another host is not followed: the start fails, naming the status.
-    let moved = Server::start(remote(format!("{base}/redirect"), Vec::new()))
+    let moved = Server::start(remote(&format!("{base}/redirect"), Vec::new()))
         .err()
         .expect("refused");
     assert!(moved.to_string().contains("307"), "{moved}");
     // An address that is not http(s) is refused before anything is sent.
-    let odd = Server::start(remote("file:///etc/passwd".to_owned(), Vec::new()))
+    let odd = Server::start(remote("file:///etc/passwd", Vec::new()))
         .err()
         .expect("refused");
     assert!(matches!(odd, McpError::Settings { .. }), "{odd}");
@@ -195,13 +195,13 @@ fn too_large_an_answer_is_refused_and_a_redirect_not_followed() {
 fn a_request_for_input_is_answered_by_the_asker_and_refused_headless() {
     let (_server, base) = scripted();
     // Headless: the server is told why, as an error.
-    let server = Server::start(remote(format!("{base}/elicit"), Vec::new())).unwrap();
+    let server = Server::start(remote(&format!("{base}/elicit"), Vec::new())).unwrap();
     let refused = server.call("ask", json!({})).unwrap();
     assert!(refused.text.contains("headless"), "{refused:?}");
     // With a person: what they left alone is the form's default.
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&asked);
-    let mut launch = remote(format!("{base}/elicit"), Vec::new());
+    let mut launch = remote(&format!("{base}/elicit"), Vec::new());
     launch.asker = Some(Asker::new(move |question: &Question| {
         seen.lock().unwrap().push(question.clone());
         Answer::Accept(serde_json::Map::new())
