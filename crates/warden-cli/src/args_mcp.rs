@@ -54,6 +54,21 @@ pub enum McpCommand {
     },
     /// Remove a server from your settings. Exit 1 when it was not there.
     Remove { name: String },
+    /// Log in to a server at a url (OAuth): the address to authorize warden at is opened in a
+    /// browser (or printed), and the answer comes back to warden on loopback. The tokens are
+    /// kept in warden's data directory, readable by you only.
+    Login {
+        /// The server's name in the settings.
+        server: String,
+        /// Print the address instead of opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget a server's login. Exit 1 when there was none.
+    Logout {
+        /// The server's name in the settings.
+        server: String,
+    },
     /// Show the servers of other agents' configurations (Claude Code's `.mcp.json` and
     /// `~/.claude.json`, Codex's `~/.codex/config.toml`, or FILE), then add them to your
     /// settings once confirmed.

@@ -189,6 +189,9 @@ impl Server {
             )
             .custom_headers(headers)
             .max_sse_event_size(crate::http::MAX_MESSAGE);
+        if let Some(token) = &launch.bearer {
+            config = config.auth_header(token.clone());
+        }
         config.max_json_response_size = crate::http::MAX_MESSAGE;
         let transport = {
             let _entered = runtime.enter();

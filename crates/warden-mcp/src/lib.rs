@@ -8,6 +8,7 @@ mod elicit;
 mod environment;
 mod handler;
 mod http;
+pub mod oauth;
 mod result;
 
 pub use client::{Given, Server, ServerInfo};
@@ -62,6 +63,8 @@ pub struct Launch {
     pub headers: Vec<(String, String)>,
     /// Who answers the server's requests for input; none refuses them (headless).
     pub asker: Option<Asker>,
+    /// An HTTP server's access token (from a login), sent as `Authorization: Bearer`.
+    pub bearer: Option<String>,
     pub command: String,
     pub args: Vec<String>,
     /// Its whole environment: nothing of warden's is inherited.
@@ -80,6 +83,7 @@ impl Launch {
             url: None,
             headers: Vec::new(),
             asker: None,
+            bearer: None,
             command: command.to_owned(),
             args,
             env: Vec::new(),
@@ -113,6 +117,7 @@ impl Launch {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             asker: None,
+            bearer: None,
             command: server.command.clone(),
             args: server.args.clone(),
             env: environment(server, |key| std::env::var(key).ok()),

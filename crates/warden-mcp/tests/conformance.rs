@@ -36,8 +36,20 @@ fn run(suite: &Path, client: &str, scenario: &str) -> (bool, Vec<(String, String
         String::from_utf8_lossy(&output.stderr)
     );
     let mut checks = Vec::new();
-    for entry in std::fs::read_dir(results.path()).unwrap() {
-        let file = entry.unwrap().path().join("checks.json");
+    // `auth/x`'s results are in `auth/x-…`: a level deeper.
+    let mut folders: Vec<PathBuf> = vec![results.path().to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.file_name().is_some_and(|n| n == "checks.json") {
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
@@ -96,6 +108,51 @@ fn the_suite_fails_a_client_that_does_nothing() {
             .any(|(c, s)| c == "tool-add-numbers" && s == "FAILURE"),
         "{checks:?}"
     );
+    // And a login it did not make.
+    let (passed, _, said) = run(&suite, "exec true", "auth/metadata-default");
+    assert!(!passed, "{said}");
+}
+
+/// The authorization scenarios warden's login passes: discovery (RFC 9728, RFC 8414 and `OpenID`
+/// Connect paths), a client metadata document, dynamic registration or a pre-registered
+/// client, the scope, the three ways a client authenticates at the token endpoint, a resource
+/// that is not this server's, and the 2025-03-26 fallbacks.
+const AUTH: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/resource-mismatch",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+];
+
+#[test]
+fn authorization() {
+    let Some(suite) = suite() else { return };
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for scenario in AUTH {
+        let (passed, checks, said) = run(&suite, &warden(), scenario);
+        assert!(passed, "{scenario}:\n{said}");
+        assert!(
+            checks.iter().any(|(_, s)| s == "SUCCESS"),
+            "{scenario}: nothing was checked: {checks:?}"
+        );
+        assert!(
+            checks.iter().all(|(_, s)| s == "SUCCESS" || s == "INFO"),
+            "{scenario}: {checks:?}"
+        );
+    }
 }
 
 #[test]

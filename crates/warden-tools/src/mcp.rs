@@ -116,9 +116,11 @@ impl McpServers {
             if server.cwd.is_none() && !settings.trust.allows_project_config() {
                 launch.cwd = std::path::PathBuf::from(NEUTRAL_CWD);
             }
-            // A server at a url runs elsewhere: warden only speaks to it, over its own client.
-            let started = if launch.url.is_some() {
-                Server::start(launch)
+            // A server at a url runs elsewhere: warden only speaks to it, over its own client,
+            // with the token of a login to it.
+            let started = if let Some(url) = launch.url.clone() {
+                launch.bearer = bearer(ctx, name, &url, &mut out.problems);
+                Server::start(launch).map_err(|error| login_hint(name, error))
             } else if server.sandbox {
                 start_sandboxed(ctx, launch, server)
             } else {
@@ -413,6 +415,60 @@ fn misfit(schema: &Value, value: &Value) -> Option<String> {
             .map(|error| format!("{error} (at {})", error.instance_path())),
         Err(error) => Some(format!("its outputSchema does not compile: {error}")),
     }
+}
+
+/// The access token of a login to the server `name` at `url`, refreshed when it is about to
+/// expire; `None` (and a problem said) when there is none to send.
+fn bearer(ctx: &ToolContext, name: &str, url: &str, problems: &mut Vec<String>) -> Option<String> {
+    let store = warden_mcp::oauth::store::TokenStore::new(ctx.settings.dirs.data_dir.as_deref()?);
+    let tokens = match store.get(name) {
+        Ok(tokens) => tokens?,
+        Err(why) => {
+            problems.push(format!(
+                "MCP server {name}: its login cannot be read: {why}"
+            ));
+            return None;
+        }
+    };
+    if !tokens.is_for(url) {
+        problems.push(format!(
+            "MCP server {name}: its login is for {}, not {url}: the token is not sent (run \
+             `warden mcp login {name}`)",
+            tokens.resource
+        ));
+        return None;
+    }
+    if !tokens.expiring() {
+        return Some(tokens.access_token);
+    }
+    match warden_mcp::oauth::refresh(&tokens) {
+        Ok(renewed) => {
+            let token = renewed.access_token.clone();
+            if let Err(why) = store.put(name, Some(renewed)) {
+                problems.push(format!("MCP server {name}: {why}"));
+            }
+            Some(token)
+        }
+        Err(error) => {
+            problems.push(format!(
+                "MCP server {name}: its login has expired and could not be renewed ({error}): \
+                 run `warden mcp login {name}`"
+            ));
+            None
+        }
+    }
+}
+
+/// A server that asks for a login says how to give it one.
+fn login_hint(name: &str, error: McpError) -> McpError {
+    let text = error.to_string();
+    if text.contains("Auth required") || text.contains("authorization required") {
+        return McpError::Settings {
+            server: name.to_owned(),
+            message: format!("it asks for a login: run `warden mcp login {name}` ({text})"),
+        };
+    }
+    error
 }
 
 /// What the model is told: the server's description, and whose it is.

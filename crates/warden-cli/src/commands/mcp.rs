@@ -26,6 +26,10 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
             command,
         } => add(&name, &env, env_vars, url, &headers, command),
         McpCommand::Remove { name } => remove(&name),
+        McpCommand::Login { server, no_browser } => {
+            super::mcp_login::login(dir, &server, no_browser)
+        }
+        McpCommand::Logout { server } => super::mcp_login::logout(dir, &server),
         McpCommand::Import { file, yes } => import(dir, file, yes),
     }
 }
@@ -232,6 +236,10 @@ fn list(dir: Option<PathBuf>, json: bool) -> Result<Exit, CliError> {
     }
     for (name, server) in &settings.mcp.servers {
         let state = if server.enabled { "" } else { "  (disabled)" };
+        let state = match (state, super::mcp_login::state(&settings, name, server)) {
+            ("", Some(login)) => format!("  ({login})"),
+            (state, _) => state.to_owned(),
+        };
         let mut line = server.url.clone().unwrap_or_else(|| server.command.clone());
         for arg in &server.args {
             line.push(' ');

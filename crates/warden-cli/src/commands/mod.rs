@@ -8,6 +8,7 @@ mod manifest_run;
 mod mcp;
 mod mcp_form;
 mod mcp_import;
+mod mcp_login;
 mod policy;
 mod repl;
 mod run;

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 mod hostile;
+mod login;
 mod servers;
 
 use crate::support::Project;

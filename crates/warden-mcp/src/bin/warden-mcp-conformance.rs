@@ -25,8 +25,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// The address of this client's metadata document, the client id where a server takes one.
+const CLIENT_METADATA: &str = "https://conformance-test.local/client-metadata.json";
+
 fn run(url: &str, scenario: &str) -> Result<(), String> {
+    let bearer = if scenario.starts_with("auth/") {
+        Some(log_in(url)?)
+    } else {
+        None
+    };
     let launch = Launch {
+        bearer,
         // A person who leaves every field alone: the form's defaults are the answer.
         asker: Some(Asker::new(|_| Answer::Accept(serde_json::Map::new()))),
         startup_timeout: Duration::from_secs(20),
@@ -42,6 +51,9 @@ fn run(url: &str, scenario: &str) -> Result<(), String> {
             Some(("test_client_elicitation_defaults", json!({})))
         }
         "sse-retry" => Some(("test_reconnection", json!({}))),
+        auth if auth.starts_with("auth/") && tools.iter().any(|t| t.name == "test-tool") => {
+            Some(("test-tool", json!({})))
+        }
         _ => None,
     };
     if let Some((tool, arguments)) = call {
@@ -52,4 +64,26 @@ fn run(url: &str, scenario: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A login as warden does it, with the client the scenario gives (`MCP_CONFORMANCE_CONTEXT`)
+/// if it gives one; the test's authorization server answers at once.
+fn log_in(url: &str) -> Result<String, String> {
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let client = context["client_id"]
+        .as_str()
+        .map(|id| warden_mcp::oauth::Client {
+            client_id: id.to_owned(),
+            client_secret: context["client_secret"].as_str().map(str::to_owned),
+        });
+    let login = warden_mcp::oauth::Login {
+        client,
+        client_metadata_url: Some(CLIENT_METADATA.to_owned()),
+        redirect: warden_mcp::oauth::Redirect::Immediate,
+    };
+    let tokens = warden_mcp::oauth::login(url, &login, None).map_err(|e| e.to_string())?;
+    Ok(tokens.access_token)
 }

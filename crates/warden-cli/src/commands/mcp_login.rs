@@ -1,0 +1,111 @@
+//! `warden mcp login|logout`: a server at a url logged in to (OAuth), its tokens kept in the
+//! data directory for the user alone, and shown by `warden mcp list` as logged in or not.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use warden_config::{McpServer, Settings};
+use warden_mcp::oauth::{self, store::TokenStore};
+
+use super::load_settings;
+use crate::{CliError, Exit};
+
+/// How long the browser has to come back.
+const WAIT: Duration = Duration::from_secs(300);
+
+fn store_and_url(settings: &Settings, name: &str) -> Result<(TokenStore, String), CliError> {
+    let Some(server) = settings.mcp.servers.get(name) else {
+        return Err(CliError::usage(anyhow!(
+            "no MCP server {name:?} in the settings"
+        )));
+    };
+    let Some(url) = server.url.clone() else {
+        return Err(CliError::usage(anyhow!(
+            "the MCP server {name:?} is a program warden starts, not one at a url: it has no login"
+        )));
+    };
+    let Some(data_dir) = settings.dirs.data_dir.as_deref() else {
+        return Err(CliError::usage(anyhow!(
+            "no data directory to keep the login in"
+        )));
+    };
+    Ok((TokenStore::new(data_dir), url))
+}
+
+pub(super) fn login(dir: Option<PathBuf>, name: &str, no_browser: bool) -> Result<Exit, CliError> {
+    let settings = load_settings(dir)?;
+    let (store, url) = store_and_url(&settings, name)?;
+    let name_owned = name.to_owned();
+    let show = move |address: &str| {
+        eprintln!("warden: to log in to {name_owned}, open this address and authorize warden:");
+        eprintln!("{}", warden_protocol::printable(address));
+        if !no_browser {
+            // The browser's own output is not warden's to show.
+            let _ = std::process::Command::new("xdg-open")
+                .arg(address)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+    };
+    let login = oauth::Login {
+        client: None,
+        client_metadata_url: None,
+        redirect: oauth::Redirect::Loopback {
+            show: Box::new(show),
+            wait: WAIT,
+        },
+    };
+    let tokens = oauth::login(&url, &login, None).map_err(|e| CliError::failure(anyhow!(e)))?;
+    let expiry = tokens
+        .expires_at
+        .map(|at| format!(", for {} minutes", at.saturating_sub(now()) / 60))
+        .unwrap_or_default();
+    store
+        .put(name, Some(tokens))
+        .map_err(|e| CliError::failure(anyhow!(e)))?;
+    println!(
+        "logged in to {name}{expiry}; the tokens are in {}",
+        store.path().display()
+    );
+    Ok(Exit::Success)
+}
+
+pub(super) fn logout(dir: Option<PathBuf>, name: &str) -> Result<Exit, CliError> {
+    let settings = load_settings(dir)?;
+    let (store, _) = store_and_url(&settings, name)?;
+    if store
+        .put(name, None)
+        .map_err(|e| CliError::failure(anyhow!(e)))?
+    {
+        println!("logged out of {name}");
+        Ok(Exit::Success)
+    } else {
+        eprintln!("warden: there was no login to {name}");
+        Ok(Exit::Failure)
+    }
+}
+
+/// `logged in, expires in N min`, `login expired`, or `not logged in`, for a server at a url.
+pub(super) fn state(settings: &Settings, name: &str, server: &McpServer) -> Option<String> {
+    server.url.as_ref()?;
+    let store = TokenStore::new(settings.dirs.data_dir.as_deref()?);
+    Some(match store.get(name) {
+        Ok(Some(tokens)) => match tokens.expires_at {
+            Some(at) if at <= now() && tokens.refresh_token.is_none() => "login expired".to_owned(),
+            Some(at) if at > now() => {
+                format!("logged in, expires in {} min", (at - now()) / 60)
+            }
+            _ => "logged in".to_owned(),
+        },
+        Ok(None) => "not logged in".to_owned(),
+        Err(_) => "login unreadable".to_owned(),
+    })
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

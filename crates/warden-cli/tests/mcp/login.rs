@@ -1,0 +1,118 @@
+//! Logging in to a server at a url: discovery, registration, PKCE and the code on loopback
+//! against a scripted OAuth server (`oauth_server.py`); the token used and renewed before it
+//! expires, kept for the user alone, and nowhere else.
+
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Stdio};
+
+use crate::support::Project;
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every file under `dir` whose bytes hold `needle`.
+fn holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/oauth_server.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let _server = Killed(child);
+    let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+    let p = Project::new();
+    let settings = p.tmp().join("home/.config/warden/settings.toml");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        format!("[permissions]\nallow = [\"Mcp(web)\"]\n\n[mcp.servers.web]\nurl = {url:?}\n"),
+    )
+    .unwrap();
+    // Before a login: refused by the server, and warden says what to do.
+    let before = p.run(&["mcp", "tools", "web"]);
+    assert_ne!(before.code, 0);
+    assert!(
+        before.stderr.contains("warden mcp login web"),
+        "{}",
+        before.stderr
+    );
+    assert!(p.run(&["mcp", "list"]).stdout.contains("not logged in"));
+    // The login: the address is printed, "the browser" follows it, the code comes back.
+    let mut login = p.command();
+    let mut login = login
+        .args(["mcp", "login", "web", "--no-browser"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
+    let address = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("http://"))
+        .expect("the address to open");
+    let browser = Command::new("curl")
+        .args(["-sSL", "--max-time", "20", &address])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&browser.stdout).contains("logged in"),
+        "{browser:?}"
+    );
+    let done = login.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    let home = p.tmp().join("home");
+    let store = holding(&home, "ref-secret");
+    assert_eq!(store.len(), 1, "{store:?}");
+    let mode = std::fs::metadata(&store[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", store[0].display());
+    // Used: the token expires within the minute, so it is renewed first.
+    let called = p.run(&["mcp", "call", "web", "whoami"]);
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert_eq!(called.json()["content"], "a logged-in caller");
+    assert_eq!(holding(&home, "tok-renewed"), store);
+    assert!(
+        p.run(&["mcp", "list"])
+            .stdout
+            .contains("logged in, expires in")
+    );
+    // No token anywhere but the store: not in the trace, the settings or any other file.
+    for secret in ["tok-first", "tok-renewed", "ref-secret"] {
+        let found = holding(&home, secret);
+        assert!(found.iter().all(|f| *f == store[0]), "{secret}: {found:?}");
+    }
+    // Logged out: forgotten.
+    assert_eq!(p.run(&["mcp", "logout", "web"]).code, 0);
+    assert!(holding(&home, "ref-secret").is_empty());
+    assert_eq!(p.run(&["mcp", "logout", "web"]).code, 1);
+}
