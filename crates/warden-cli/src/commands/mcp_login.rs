@@ -49,8 +49,26 @@ pub(super) fn login(dir: Option<PathBuf>, name: &str, no_browser: bool) -> Resul
                 .spawn();
         }
     };
+    let server = &settings.mcp.servers[name];
+    let client = match &server.client_id {
+        Some(client_id) => {
+            let client_secret = match &server.client_secret_env {
+                Some(variable) => Some(std::env::var(variable).map_err(|_| {
+                    CliError::usage(anyhow!(
+                        "the variable {variable} (client_secret_env of {name}) is not set"
+                    ))
+                })?),
+                None => None,
+            };
+            Some(oauth::Client {
+                client_id: client_id.clone(),
+                client_secret,
+            })
+        }
+        None => None,
+    };
     let login = oauth::Login {
-        client: None,
+        client,
         client_metadata_url: None,
         redirect: oauth::Redirect::Loopback {
             show: Box::new(show),

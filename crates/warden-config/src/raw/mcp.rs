@@ -33,6 +33,12 @@ pub struct RawMcpServer {
     /// variable `NAME` of warden's environment (`Authorization = "Bearer ${GITHUB_TOKEN}"`);
     /// a variable that is not set stops the server from starting. Default none.
     pub headers: Option<BTreeMap<String, String>>,
+    /// A client registered beforehand with the server's authorization server, for `warden mcp
+    /// login`: its id. Default none (warden registers itself, or uses its metadata document).
+    pub client_id: Option<String>,
+    /// The variable of warden's environment that holds that client's secret (never the
+    /// secret itself). Default none (a public client).
+    pub client_secret_env: Option<String>,
     /// Its arguments. Default none.
     pub args: Option<Vec<String>>,
     /// Variables set in its environment, by value. Its environment holds nothing else but

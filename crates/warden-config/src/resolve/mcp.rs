@@ -34,6 +34,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             command,
             url,
             headers,
+            client_id,
+            client_secret_env,
             args,
             env,
             env_vars,
@@ -49,6 +51,18 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             allow_hosts,
         } = server;
         let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
+        if url.is_none() && (client_id.is_some() || client_secret_env.is_some()) {
+            return Err(error(
+                "client_id",
+                "a login's client belongs to a server at a url, not to one warden starts",
+            ));
+        }
+        if client_secret_env.is_some() && client_id.is_none() {
+            return Err(error(
+                "client_secret_env",
+                "names a secret for no client_id",
+            ));
+        }
         let positive = |value: Option<u64>, field: &str, default: u64| match value {
             Some(0) => Err(error(field, "must be greater than zero")),
             Some(value) => Ok(value),
@@ -80,6 +94,8 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 command,
                 url,
                 headers,
+                client_id,
+                client_secret_env,
                 args: args.unwrap_or_default(),
                 env,
                 env_vars: dedup(env_vars.unwrap_or_default()),

@@ -163,6 +163,11 @@ fn an_mcp_server_is_a_program_or_an_address_and_its_keys_fit_which() {
             "url = \"https://a.example\"\nheaders = { \"A B\" = \"c\" }",
             "header's name",
         ),
+        ("command = \"x\"\nclient_id = \"c\"", "at a url"),
+        (
+            "url = \"https://a.example\"\nclient_secret_env = \"S\"",
+            "no client_id",
+        ),
     ];
     for (body, says) in refused {
         let text = format!("[mcp.servers.s]\n{body}\n");

@@ -24,6 +24,10 @@ pub struct McpServer {
     /// Headers sent to a `url` server, `${NAME}` still to be read from the environment.
     #[serde(serialize_with = "shown_headers")]
     pub headers: BTreeMap<String, String>,
+    /// A client registered beforehand, for logging in to a `url` server.
+    pub client_id: Option<String>,
+    /// The variable holding that client's secret.
+    pub client_secret_env: Option<String>,
     /// Its arguments.
     pub args: Vec<String>,
     /// Variables set by value.
@@ -75,6 +79,8 @@ impl McpServer {
             command: command.into(),
             url: None,
             headers: BTreeMap::new(),
+            client_id: None,
+            client_secret_env: None,
             args,
             env: BTreeMap::new(),
             env_vars: Vec::new(),
