@@ -51,28 +51,20 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             allow_hosts,
         } = server;
         let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
-        if url.is_none() && (client_id.is_some() || client_secret_env.is_some()) {
-            return Err(error(
-                "client_id",
-                "a login's client belongs to a server at a url, not to one warden starts",
-            ));
-        }
-        if client_secret_env.is_some() && client_id.is_none() {
-            return Err(error(
-                "client_secret_env",
-                "names a secret for no client_id",
-            ));
-        }
+        login_client(
+            url.as_ref(),
+            client_id.as_ref(),
+            client_secret_env.as_ref(),
+            &error,
+        )?;
         let positive = |value: Option<u64>, field: &str, default: u64| match value {
             Some(0) => Err(error(field, "must be greater than zero")),
             Some(value) => Ok(value),
             None => Ok(default),
         };
         let env = env.unwrap_or_default();
-        for key in env.keys() {
-            if key.is_empty() || key.contains(['=', '\0']) {
-                return Err(error("env", &format!("{key:?} is not a variable's name")));
-            }
+        if let Some(key) = env.keys().find(|k| k.is_empty() || k.contains(['=', '\0'])) {
+            return Err(error("env", &format!("{key:?} is not a variable's name")));
         }
         let place = |dir: String| {
             if let Some(rest) = dir.strip_prefix("~/") {
@@ -173,4 +165,26 @@ fn transport(
         ));
     }
     Ok((command, url, headers))
+}
+
+/// A login's client: for a server at a url, and a secret only with an id.
+fn login_client(
+    url: Option<&String>,
+    client_id: Option<&String>,
+    secret_env: Option<&String>,
+    error: &dyn Fn(&str, &str) -> ConfigError,
+) -> Result<(), ConfigError> {
+    if url.is_none() && (client_id.is_some() || secret_env.is_some()) {
+        return Err(error(
+            "client_id",
+            "a login's client belongs to a server at a url, not to one warden starts",
+        ));
+    }
+    if secret_env.is_some() && client_id.is_none() {
+        return Err(error(
+            "client_secret_env",
+            "names a secret for no client_id",
+        ));
+    }
+    Ok(())
 }
