@@ -15,7 +15,7 @@ use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
 use rmcp::transport::streamable_http_client::{
-    AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpError,
+    AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::{Sse, SseStream};
@@ -308,16 +308,25 @@ fn limits() -> StreamableHttpResponseLimits {
     limits
 }
 
-/// A 401 that says how to authenticate is the transport's to report as such.
+/// A 401 that says how to authenticate, or a 403 that says which scope is missing, is the
+/// transport's to report as such (its challenge in the message, for a login to answer).
 fn refuse_auth(response: &reqwest::Response) -> Result<(), Failure> {
-    if response.status() == StatusCode::UNAUTHORIZED
-        && let Some(challenge) = response.headers().get(reqwest::header::WWW_AUTHENTICATE)
-    {
-        return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
-            String::from_utf8_lossy(challenge.as_bytes()).into_owned(),
-        )));
+    let Some(challenge) = response.headers().get(reqwest::header::WWW_AUTHENTICATE) else {
+        return Ok(());
+    };
+    let challenge = String::from_utf8_lossy(challenge.as_bytes()).into_owned();
+    match response.status() {
+        StatusCode::UNAUTHORIZED => Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+            challenge,
+        ))),
+        StatusCode::FORBIDDEN => {
+            let scope = crate::oauth::challenge_scope(&challenge);
+            Err(StreamableHttpError::InsufficientScope(
+                InsufficientScopeError::new(challenge, scope),
+            ))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn is_error(message: &ServerJsonRpcMessage) -> bool {

@@ -115,8 +115,9 @@ fn the_suite_fails_a_client_that_does_nothing() {
 
 /// The authorization scenarios warden's login passes: discovery (RFC 9728, RFC 8414 and `OpenID`
 /// Connect paths), a client metadata document, dynamic registration or a pre-registered
-/// client, the scope, the three ways a client authenticates at the token endpoint, a resource
-/// that is not this server's, and the 2025-03-26 fallbacks.
+/// client, the scope and its step-up (at most three logins), the three ways a client
+/// authenticates at the token endpoint, a resource that is not this server's, the 2025-03-26
+/// fallbacks, and a machine's own credentials (a secret, or an assertion signed with ES256).
 const AUTH: &[&str] = &[
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -126,6 +127,8 @@ const AUTH: &[&str] = &[
     "auth/scope-from-www-authenticate",
     "auth/scope-from-scopes-supported",
     "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
     "auth/token-endpoint-auth-basic",
     "auth/token-endpoint-auth-post",
     "auth/token-endpoint-auth-none",
@@ -133,6 +136,8 @@ const AUTH: &[&str] = &[
     "auth/pre-registration",
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
 ];
 
 #[test]

@@ -74,8 +74,10 @@ pub(super) fn login(dir: Option<PathBuf>, name: &str, no_browser: bool) -> Resul
             show: Box::new(show),
             wait: WAIT,
         },
+        signing_key: None,
     };
-    let tokens = oauth::login(&url, &login, None).map_err(|e| CliError::failure(anyhow!(e)))?;
+    let tokens =
+        oauth::login(&url, &login, None, None).map_err(|e| CliError::failure(anyhow!(e)))?;
     let expiry = tokens
         .expires_at
         .map(|at| format!(", for {} minutes", at.saturating_sub(now()) / 60))

@@ -29,11 +29,51 @@ fn main() -> ExitCode {
 const CLIENT_METADATA: &str = "https://conformance-test.local/client-metadata.json";
 
 fn run(url: &str, scenario: &str) -> Result<(), String> {
-    let bearer = if scenario.starts_with("auth/") {
-        Some(log_in(url)?)
-    } else {
-        None
+    if scenario.starts_with("auth/") {
+        return authorized(url);
+    }
+    session(url, None, scenario)
+}
+
+/// The most logins one run makes: a server that keeps asking for more is not followed further.
+const MOST_LOGINS: usize = 3;
+
+/// A session behind a login: logged in first when the server asks for it, and again (a
+/// step-up) when it refuses with a challenge, at most [`MOST_LOGINS`] times.
+fn authorized(url: &str) -> Result<(), String> {
+    let mut bearer = match log_in(url, None) {
+        Ok(token) => Some(token),
+        Err(warden_mcp::oauth::OAuthError::NotRequired) => None,
+        Err(error) => return Err(error.to_string()),
     };
+    let mut logins = usize::from(bearer.is_some());
+    loop {
+        let Err(error) = session(url, bearer.clone(), "auth") else {
+            return Ok(());
+        };
+        let Some(challenge) = challenge_in(&error) else {
+            return Err(error);
+        };
+        if logins >= MOST_LOGINS {
+            return Err(format!("still refused after {logins} logins: {error}"));
+        }
+        bearer = Some(log_in(url, Some(&challenge)).map_err(|e| e.to_string())?);
+        logins += 1;
+    }
+}
+
+/// The `WWW-Authenticate` challenge a refusal carries, if it carries one.
+fn challenge_in(error: &str) -> Option<String> {
+    ["insufficient scope: ", "authorization required: "]
+        .iter()
+        .find_map(|marker| {
+            error
+                .rfind(marker)
+                .map(|at| error[at + marker.len()..].to_owned())
+        })
+}
+
+fn session(url: &str, bearer: Option<String>, scenario: &str) -> Result<(), String> {
     let launch = Launch {
         bearer,
         // A person who leaves every field alone: the form's defaults are the answer.
@@ -51,9 +91,7 @@ fn run(url: &str, scenario: &str) -> Result<(), String> {
             Some(("test_client_elicitation_defaults", json!({})))
         }
         "sse-retry" => Some(("test_reconnection", json!({}))),
-        auth if auth.starts_with("auth/") && tools.iter().any(|t| t.name == "test-tool") => {
-            Some(("test-tool", json!({})))
-        }
+        "auth" if tools.iter().any(|t| t.name == "test-tool") => Some(("test-tool", json!({}))),
         _ => None,
     };
     if let Some((tool, arguments)) = call {
@@ -67,8 +105,9 @@ fn run(url: &str, scenario: &str) -> Result<(), String> {
 }
 
 /// A login as warden does it, with the client the scenario gives (`MCP_CONFORMANCE_CONTEXT`)
-/// if it gives one; the test's authorization server answers at once.
-fn log_in(url: &str) -> Result<String, String> {
+/// if it gives one; the test's authorization server answers at once. `challenge`: the refusal
+/// of a step-up.
+fn log_in(url: &str, challenge: Option<&str>) -> Result<String, warden_mcp::oauth::OAuthError> {
     let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
@@ -83,7 +122,8 @@ fn log_in(url: &str) -> Result<String, String> {
         client,
         client_metadata_url: Some(CLIENT_METADATA.to_owned()),
         redirect: warden_mcp::oauth::Redirect::Immediate,
+        signing_key: context["private_key_pem"].as_str().map(str::to_owned),
     };
-    let tokens = warden_mcp::oauth::login(url, &login, None).map_err(|e| e.to_string())?;
+    let tokens = warden_mcp::oauth::login(url, &login, challenge, None)?;
     Ok(tokens.access_token)
 }

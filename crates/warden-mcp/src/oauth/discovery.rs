@@ -66,6 +66,10 @@ pub(crate) struct Endpoints {
     pub(crate) auth_methods: Vec<String>,
     /// `client_id_metadata_document_supported`.
     pub(crate) cimd: bool,
+    /// `grant_types_supported` (empty when not said).
+    pub(crate) grant_types: Vec<String>,
+    /// `issuer`: the audience of a client's signed assertion.
+    pub(crate) issuer: Option<String>,
 }
 
 /// The scheme, host and port of `url`: `https://a.example:8443`.
@@ -134,15 +138,21 @@ pub(crate) fn endpoints(metadata: &Value) -> Result<Endpoints, OAuthError> {
         authorization,
         token,
         registration: text("registration_endpoint"),
-        auth_methods: metadata["token_endpoint_auth_methods_supported"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
+        auth_methods: strings(&metadata["token_endpoint_auth_methods_supported"]),
         cimd: metadata["client_id_metadata_document_supported"] == Value::Bool(true),
+        grant_types: strings(&metadata["grant_types_supported"]),
+        issuer: text("issuer"),
     })
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The endpoints of a server with no metadata at all (protocol 2025-03-26): at its origin.
@@ -154,6 +164,8 @@ pub(crate) fn default_endpoints(server: &reqwest::Url) -> Endpoints {
         registration: Some(format!("{origin}/register")),
         auth_methods: Vec::new(),
         cimd: false,
+        grant_types: Vec::new(),
+        issuer: None,
     }
 }
 

@@ -59,6 +59,9 @@ pub struct Login {
     /// This client's metadata document (a URL), used as its id where the server takes one.
     pub client_metadata_url: Option<String>,
     pub redirect: Redirect,
+    /// The client's private key (PKCS #8 PEM, P-256) where it authenticates with a signed
+    /// assertion (`private_key_jwt`) instead of a secret.
+    pub signing_key: Option<String>,
 }
 
 /// What a login gives: the tokens, and how to refresh them.
@@ -113,17 +116,36 @@ fn block_on<T>(work: impl Future<Output = T>) -> Result<T, OAuthError> {
     Ok(runtime.block_on(work))
 }
 
-/// Logs in to the MCP server at `url`: asks it (an `initialize` without a token), finds its
-/// authorization server, gets a client, has the user authorize and takes the tokens. `scope`
-/// asks for more than the server's challenge (a step-up).
-pub fn login(url: &str, login: &Login, scope: Option<&str>) -> Result<Tokens, OAuthError> {
-    block_on(login_async(url, login, scope))?
+/// Logs in to the MCP server at `url`: asks it (an `initialize` without a token) unless
+/// `challenge` is the `WWW-Authenticate` of a refusal already had (a missing scope: a step-up),
+/// finds its authorization server, gets a client, has the user authorize and takes the tokens.
+/// `scope` asks for more besides.
+pub fn login(
+    url: &str,
+    login: &Login,
+    challenge: Option<&str>,
+    scope: Option<&str>,
+) -> Result<Tokens, OAuthError> {
+    block_on(login_async(url, login, challenge, scope))?
 }
 
-async fn login_async(url: &str, login: &Login, extra: Option<&str>) -> Result<Tokens, OAuthError> {
+/// The scope a `WWW-Authenticate` challenge asks for.
+pub fn challenge_scope(header: &str) -> Option<String> {
+    discovery::challenge(header).scope
+}
+
+async fn login_async(
+    url: &str,
+    login: &Login,
+    given: Option<&str>,
+    extra: Option<&str>,
+) -> Result<Tokens, OAuthError> {
     let server = reqwest::Url::parse(url).map_err(|e| OAuthError::Discovery(e.to_string()))?;
     let client = http()?;
-    let challenge = probe(&client, url).await?;
+    let challenge = match given {
+        Some(header) => discovery::challenge(header),
+        None => probe(&client, url).await?,
+    };
     let Found {
         resource,
         scopes_supported,
@@ -139,6 +161,14 @@ async fn login_async(url: &str, login: &Login, extra: Option<&str>) -> Result<To
     .collect::<Vec<_>>()
     .join(" ");
     let scope = (!scope.is_empty()).then_some(scope);
+    // An authorization server for machines only: the client's own credentials, no person.
+    let grants = &endpoints.grant_types;
+    if !grants.is_empty()
+        && !grants.iter().any(|g| g == "authorization_code")
+        && grants.iter().any(|g| g == "client_credentials")
+    {
+        return client_credentials(&client, &endpoints, login, &resource, scope).await;
+    }
     let listener = match &login.redirect {
         Redirect::Loopback { .. } => Some(
             tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -421,6 +451,7 @@ async fn token_request(
             form.push(("client_id", who.client_id.clone()));
             form.push(("client_secret", secret.clone()));
         }
+        // `none`, or an assertion in the form already: the client names itself.
         _ => form.push(("client_id", who.client_id.clone())),
     }
     let response = request
@@ -461,6 +492,81 @@ fn tokens(
         client,
         auth_method,
     })
+}
+
+/// The client credentials grant: the given client, authenticated by its secret or by an
+/// assertion signed with its key (whose audience is the authorization server).
+async fn client_credentials(
+    client: &reqwest::Client,
+    endpoints: &Endpoints,
+    login: &Login,
+    resource: &str,
+    scope: Option<String>,
+) -> Result<Tokens, OAuthError> {
+    let Some(who) = login.client.clone() else {
+        return Err(OAuthError::Registration(
+            "the server takes only a client's own credentials, and none is set (client_id)"
+                .to_owned(),
+        ));
+    };
+    let mut form = vec![
+        ("grant_type", "client_credentials".to_owned()),
+        ("resource", resource.to_owned()),
+    ];
+    if let Some(scope) = scope {
+        form.push(("scope", scope));
+    }
+    let method = match &login.signing_key {
+        Some(pem) => {
+            let audience = endpoints
+                .issuer
+                .clone()
+                .unwrap_or_else(|| endpoints.token.clone());
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+            ));
+            form.push((
+                "client_assertion",
+                assertion(pem, &who.client_id, &audience)?,
+            ));
+            "private_key_jwt".to_owned()
+        }
+        None => method_for(&who, endpoints, None),
+    };
+    let answer = token_request(client, &endpoints.token, &who, &method, &mut form).await?;
+    tokens(&answer, resource, &endpoints.token, who, method)
+}
+
+/// A JWT (ES256) saying that `client_id` is asking `audience`, for a minute.
+fn assertion(pem: &str, client_id: &str, audience: &str) -> Result<String, OAuthError> {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let refused = |why: &str| OAuthError::Token(format!("the client's key: {why}"));
+    let body: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body.trim())
+        .map_err(|_| refused("not PEM"))?;
+    let rng = ring::rand::SystemRandom::new();
+    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+        .map_err(|_| refused("not a P-256 key in PKCS #8"))?;
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let issued = now();
+    let header = url.encode(json!({"alg": "ES256", "typ": "JWT"}).to_string());
+    let claims = url.encode(
+        json!({
+            "iss": client_id, "sub": client_id, "aud": audience,
+            "iat": issued, "exp": issued + 60, "jti": random_text(16)?,
+        })
+        .to_string(),
+    );
+    let signed = format!("{header}.{claims}");
+    let signature = key
+        .sign(&rng, signed.as_bytes())
+        .map_err(|_| refused("it would not sign"))?;
+    Ok(format!("{signed}.{}", url.encode(signature.as_ref())))
 }
 
 /// New tokens for `tokens` from its refresh token.
