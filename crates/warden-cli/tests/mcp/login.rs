@@ -111,6 +111,14 @@ fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
         let found = holding(&home, secret);
         assert!(found.iter().all(|f| *f == store[0]), "{secret}: {found:?}");
     }
+    // The refresh token revoked: the next renewal fails, and warden says to log in again.
+    let revoked = p.run(&["mcp", "call", "web", "whoami"]);
+    assert_ne!(revoked.code, 0, "{}", revoked.stdout);
+    assert!(
+        revoked.stderr.contains("run `warden mcp login web`"),
+        "{}",
+        revoked.stderr
+    );
     // Logged out: forgotten.
     assert_eq!(p.run(&["mcp", "logout", "web"]).code, 0);
     assert!(holding(&home, "ref-secret").is_empty());

@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHALLENGES = {}
 VALID = set()
+# The refresh token works once: then it is revoked.
+REFRESHED = []
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -73,9 +75,11 @@ class Handler(BaseHTTPRequestHandler):
                 VALID.add("tok-first")
                 self.json({"access_token": "tok-first", "token_type": "Bearer",
                            "expires_in": 30, "refresh_token": "ref-secret"})
-            elif form.get("grant_type") == "refresh_token" and form.get("refresh_token") == "ref-secret":
+            elif form.get("grant_type") == "refresh_token" and form.get("refresh_token") == "ref-secret" \
+                    and not REFRESHED:
+                REFRESHED.append(True)
                 VALID.add("tok-renewed")
-                self.json({"access_token": "tok-renewed", "token_type": "Bearer", "expires_in": 3600})
+                self.json({"access_token": "tok-renewed", "token_type": "Bearer", "expires_in": 40})
             else:
                 self.json({"error": "invalid_grant"}, 400)
         elif url.path == "/mcp":
