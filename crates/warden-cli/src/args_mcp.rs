@@ -63,6 +63,14 @@ pub enum McpCommand {
         /// Print the address instead of opening a browser.
         #[arg(long)]
         no_browser: bool,
+        /// Where the browser cannot come back to this machine (over SSH, in a container):
+        /// print the address, and read the address the browser ends on, pasted.
+        #[arg(long)]
+        paste: bool,
+        /// Ask for this scope besides what the server asks (a server that refused a call for a
+        /// missing scope names it).
+        #[arg(long, value_name = "SCOPE")]
+        scope: Option<String>,
     },
     /// Forget a server's login. Exit 1 when there was none.
     Logout {

@@ -26,9 +26,12 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
             command,
         } => add(&name, &env, env_vars, url, &headers, command),
         McpCommand::Remove { name } => remove(&name),
-        McpCommand::Login { server, no_browser } => {
-            super::mcp_login::login(dir, &server, no_browser)
-        }
+        McpCommand::Login {
+            server,
+            no_browser,
+            paste,
+            scope,
+        } => super::mcp_login::login(dir, &server, no_browser || paste, paste, scope.as_deref()),
         McpCommand::Logout { server } => super::mcp_login::logout(dir, &server),
         McpCommand::Import { file, yes } => import(dir, file, yes),
     }

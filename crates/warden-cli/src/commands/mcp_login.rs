@@ -33,7 +33,13 @@ fn store_and_url(settings: &Settings, name: &str) -> Result<(TokenStore, String)
     Ok((TokenStore::new(data_dir), url))
 }
 
-pub(super) fn login(dir: Option<PathBuf>, name: &str, no_browser: bool) -> Result<Exit, CliError> {
+pub(super) fn login(
+    dir: Option<PathBuf>,
+    name: &str,
+    no_browser: bool,
+    paste: bool,
+    scope: Option<&str>,
+) -> Result<Exit, CliError> {
     let settings = load_settings(dir)?;
     let (store, url) = store_and_url(&settings, name)?;
     let name_owned = name.to_owned();
@@ -70,14 +76,26 @@ pub(super) fn login(dir: Option<PathBuf>, name: &str, no_browser: bool) -> Resul
     let login = oauth::Login {
         client,
         client_metadata_url: None,
-        redirect: oauth::Redirect::Loopback {
-            show: Box::new(show),
-            wait: WAIT,
+        redirect: if paste {
+            oauth::Redirect::Paste {
+                show: Box::new(show),
+                read: Box::new(|| {
+                    eprint!("warden: paste the address the browser ended on: ");
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line).ok()?;
+                    Some(line.trim().to_owned()).filter(|l| !l.is_empty())
+                }),
+            }
+        } else {
+            oauth::Redirect::Loopback {
+                show: Box::new(show),
+                wait: WAIT,
+            }
         },
         signing_key: None,
     };
     let tokens =
-        oauth::login(&url, &login, None, None).map_err(|e| CliError::failure(anyhow!(e)))?;
+        oauth::login(&url, &login, None, scope).map_err(|e| CliError::failure(anyhow!(e)))?;
     let expiry = tokens
         .expires_at
         .map(|at| format!(", for {} minutes", at.saturating_sub(now()) / 60))

@@ -36,8 +36,8 @@ fn holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
     found
 }
 
-#[test]
-fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
+/// The scripted OAuth server, and its MCP address.
+fn oauth_server() -> (Killed, String) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/oauth_server.py");
     let mut child = Command::new("python3")
         .arg(script)
@@ -48,9 +48,14 @@ fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut port)
         .unwrap();
-    let _server = Killed(child);
-    let url = format!("http://127.0.0.1:{}/mcp", port.trim());
-    let p = Project::new();
+    (
+        Killed(child),
+        format!("http://127.0.0.1:{}/mcp", port.trim()),
+    )
+}
+
+/// The user's settings: the server at `url`, its tools allowed.
+fn with_web(p: &Project, url: &str) -> std::path::PathBuf {
     let settings = p.tmp().join("home/.config/warden/settings.toml");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -58,6 +63,52 @@ fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
         format!("[permissions]\nallow = [\"Mcp(web)\"]\n\n[mcp.servers.web]\nurl = {url:?}\n"),
     )
     .unwrap();
+    settings
+}
+
+#[test]
+fn where_no_browser_can_come_back_the_address_it_ended_on_is_pasted() {
+    let (_server, url) = oauth_server();
+    let p = Project::new();
+    with_web(&p, &url);
+    let mut login = p.command();
+    let mut login = login
+        .args(["mcp", "login", "web", "--paste"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
+    let address = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("http://"))
+        .expect("the address to open");
+    // The browser, elsewhere: it ends on the redirect's address, which does not load here.
+    let ended = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
+        .output()
+        .unwrap();
+    let ended = String::from_utf8(ended.stdout).unwrap();
+    assert!(ended.contains("code="), "{ended}");
+    {
+        use std::io::Write as _;
+        let mut stdin = login.stdin.take().unwrap();
+        writeln!(stdin, "{ended}").unwrap();
+    }
+    let done = login.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    assert!(p.run(&["mcp", "list"]).stdout.contains("logged in"));
+    let called = p.run(&["mcp", "call", "web", "whoami"]);
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+}
+
+#[test]
+fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
+    let (_server, url) = oauth_server();
+    let p = Project::new();
+    with_web(&p, &url);
     // Before a login: refused by the server, and warden says what to do.
     let before = p.run(&["mcp", "tools", "web"]);
     assert_ne!(before.code, 0);

@@ -57,6 +57,13 @@ pub enum Redirect {
     /// An authorization server that answers at once (a test's, or a gateway's for a logged-in
     /// session): its redirect is read, not followed.
     Immediate,
+    /// No browser on this machine, or no way back to it: `show` is handed the address to open
+    /// elsewhere, and `read` returns the address the browser ended on (whose page will not
+    /// load: nothing listens there), pasted by the person.
+    Paste {
+        show: Box<dyn Fn(&str) + Send + Sync>,
+        read: Box<dyn Fn() -> Option<String> + Send + Sync>,
+    },
 }
 
 /// What a login asks for beyond the server's address.
@@ -181,7 +188,7 @@ async fn login_async(
                 .await
                 .map_err(|e| OAuthError::Authorization(e.to_string()))?,
         ),
-        Redirect::Immediate => None,
+        Redirect::Immediate | Redirect::Paste { .. } => None,
     };
     let port = listener
         .as_ref()
@@ -214,6 +221,10 @@ async fn login_async(
         (Redirect::Loopback { show, wait }, Some(listener)) => {
             show(authorize.as_str());
             receive(listener, *wait).await?
+        }
+        (Redirect::Paste { show, read }, _) => {
+            show(authorize.as_str());
+            read().ok_or_else(|| OAuthError::Authorization("no address was pasted".to_owned()))?
         }
         _ => immediate(&client, authorize.as_str()).await?,
     };
