@@ -19,11 +19,10 @@ pub fn server_from_agent(server: &Value) -> Result<NewMcpServer, String> {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("stdio");
-    if kind == "sse" {
-        return Err("the older HTTP+SSE transport: warden speaks streamable HTTP".to_owned());
-    }
     if let Some(url) = server.get("url") {
-        return remote(server, url);
+        let mut remote = remote(server, url)?;
+        remote.legacy_sse = kind == "sse";
+        return Ok(remote);
     }
     if kind != "stdio" {
         return Err(format!(
@@ -124,6 +123,7 @@ impl NewMcpServer {
             command: (!self.command.is_empty()).then(|| self.command.clone()),
             url: self.url.clone(),
             headers: some_map(&self.headers),
+            transport: self.legacy_sse.then(|| "sse".to_owned()),
             args: some_vec(&self.args),
             env: some_map(&self.env),
             env_vars: some_vec(&self.env_vars),

@@ -14,6 +14,8 @@ pub struct NewMcpServer {
     pub url: Option<String>,
     /// Headers for a `url` server (`${NAME}` read from the environment when it is reached).
     pub headers: Vec<(String, String)>,
+    /// The `url` server speaks the older HTTP+SSE transport.
+    pub legacy_sse: bool,
     pub args: Vec<String>,
     /// Set by value.
     pub env: Vec<(String, String)>,
@@ -84,6 +86,9 @@ pub fn add_mcp_server(path: &Path, name: &str, server: &NewMcpServer) -> Result<
     let mut table = Table::new();
     if let Some(url) = &server.url {
         table.insert("url", value(url.as_str()));
+        if server.legacy_sse {
+            table.insert("transport", value("sse"));
+        }
         if !server.headers.is_empty() {
             let mut headers = InlineTable::new();
             for (key, val) in &server.headers {

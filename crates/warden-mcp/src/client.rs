@@ -180,6 +180,9 @@ impl Server {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        if launch.legacy_sse {
+            return Self::connect_legacy(launch, url, headers);
+        }
         let client = crate::http::Http::new(launch.startup_timeout)
             .map_err(|e| McpError::Runtime(std::io::Error::other(e)))?;
         let runtime = runtime()?;
@@ -197,6 +200,36 @@ impl Server {
             let _entered = runtime.enter();
             rmcp::transport::StreamableHttpClientTransport::with_client(client, config)
         };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        Self::initialise(launch, runtime, transport, stderr, Process::Remote)
+    }
+
+    /// As [`Server::connect`], over the older HTTP+SSE transport.
+    fn connect_legacy(
+        launch: Launch,
+        url: &str,
+        headers: std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+    ) -> Result<Server, McpError> {
+        let mut map: reqwest::header::HeaderMap = headers.into_iter().collect();
+        if let Some(token) = &launch.bearer
+            && let Ok(mut value) = http::HeaderValue::from_str(&format!("Bearer {token}"))
+        {
+            value.set_sensitive(true);
+            map.insert(http::header::AUTHORIZATION, value);
+        }
+        let runtime = runtime()?;
+        let transport = runtime
+            .block_on(crate::legacy_sse::LegacySse::connect(
+                url,
+                map,
+                launch.startup_timeout,
+            ))
+            .map_err(|message| McpError::Protocol {
+                server: launch.name.clone(),
+                what: "the event stream".to_owned(),
+                message,
+                stderr: String::new(),
+            })?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         Self::initialise(launch, runtime, transport, stderr, Process::Remote)
     }

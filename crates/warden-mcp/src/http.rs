@@ -381,7 +381,7 @@ async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>
 
 /// The body as server-sent events, each at most `max` bytes: the stream ends in an error at the
 /// first longer one, before it is held in memory.
-fn bounded_events(
+pub(crate) fn bounded_events(
     response: reqwest::Response,
     max: usize,
 ) -> BoxStream<'static, Result<Sse, SseError>> {

@@ -8,6 +8,7 @@ mod elicit;
 mod environment;
 mod handler;
 mod http;
+mod legacy_sse;
 pub mod oauth;
 mod result;
 
@@ -65,6 +66,8 @@ pub struct Launch {
     pub asker: Option<Asker>,
     /// An HTTP server's access token (from a login), sent as `Authorization: Bearer`.
     pub bearer: Option<String>,
+    /// The server at `url` speaks the older HTTP+SSE transport (protocol 2024-11-05).
+    pub legacy_sse: bool,
     pub command: String,
     pub args: Vec<String>,
     /// Its whole environment: nothing of warden's is inherited.
@@ -84,6 +87,7 @@ impl Launch {
             headers: Vec::new(),
             asker: None,
             bearer: None,
+            legacy_sse: false,
             command: command.to_owned(),
             args,
             env: Vec::new(),
@@ -118,6 +122,7 @@ impl Launch {
                 .collect(),
             asker: None,
             bearer: None,
+            legacy_sse: server.transport == warden_config::HttpTransport::Sse,
             command: server.command.clone(),
             args: server.args.clone(),
             env: environment(server, |key| std::env::var(key).ok()),

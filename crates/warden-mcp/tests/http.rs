@@ -35,6 +35,11 @@ fn remote(url: &str, headers: Vec<(&str, &str)>) -> Launch {
 
 /// `server-everything` serving streamable HTTP on a free port of loopback.
 fn everything_http() -> Option<(Killed, String)> {
+    everything_serving("streamableHttp", "/mcp")
+}
+
+/// `server-everything` serving `mode` on a free port of loopback, and the address of `path`.
+fn everything_serving(mode: &str, path: &str) -> Option<(Killed, String)> {
     let script = peers::everything()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -43,7 +48,7 @@ fn everything_http() -> Option<(Killed, String)> {
         .port();
     let child = Command::new("node")
         .arg(&script)
-        .arg("streamableHttp")
+        .arg(mode)
         .env("PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -53,7 +58,7 @@ fn everything_http() -> Option<(Killed, String)> {
     let child = Killed(child);
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some((child, format!("http://127.0.0.1:{port}/mcp")));
+            return Some((child, format!("http://127.0.0.1:{port}{path}")));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -215,4 +220,27 @@ fn a_request_for_input_is_answered_by_the_asker_and_refused_headless() {
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].message, "Which colour?");
     assert_eq!(asked[0].server, "remote");
+}
+
+#[test]
+fn a_server_of_the_older_http_and_sse_transport_is_listed_and_called() {
+    let Some((_server, url)) = everything_serving("sse", "/sse") else {
+        return;
+    };
+    // The probe: spoken to as streamable HTTP, the older server does not start.
+    assert!(Server::start(remote(&url, Vec::new())).is_err());
+    let launch = Launch {
+        legacy_sse: true,
+        ..remote(&url, Vec::new())
+    };
+    let server = Server::start(launch).unwrap();
+    assert_eq!(
+        server.info().initialize["serverInfo"]["name"],
+        "mcp-servers/everything"
+    );
+    assert!(server.tools().unwrap().iter().any(|t| t.name == "echo"));
+    let echo = server.call("echo", json!({"message": "over sse"})).unwrap();
+    assert!(echo.text.contains("over sse"), "{echo:?}");
+    let sum = server.call("get-sum", json!({"a": 1, "b": 2})).unwrap();
+    assert!(sum.text.contains('3'), "{sum:?}");
 }

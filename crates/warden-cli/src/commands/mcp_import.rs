@@ -143,7 +143,8 @@ mod tests {
             [("Authorization".to_owned(), "Bearer ${WEB_TOKEN}".to_owned())]
         );
         assert!(!line(web).contains("WEB_TOKEN"), "{}", line(web));
-        assert!(found.iter().any(|f| f.name == "old" && f.server.is_err()));
+        let old = found.iter().find(|f| f.name == "old").unwrap();
+        assert!(old.server.as_ref().unwrap().legacy_sse);
         let codex = dir.path().join("config.toml");
         std::fs::write(
             &codex,

@@ -547,7 +547,11 @@ fn a_project_s_mcp_json_servers_stand_only_once_it_is_trusted_and_the_trust_cove
     // Trusted: the servers warden can run, in its own terms.
     let trusted = fx.load().unwrap();
     let names: Vec<&String> = trusted.mcp.servers.keys().collect();
-    assert_eq!(names, ["fs", "web"]);
+    assert_eq!(names, ["fs", "old", "web"]);
+    assert_eq!(
+        trusted.mcp.servers["old"].transport,
+        crate::settings::HttpTransport::Sse
+    );
     assert_eq!(trusted.mcp.servers["fs"].env_vars, ["TOKEN"]);
     assert!(trusted.mcp.servers["fs"].sandbox);
     assert_eq!(

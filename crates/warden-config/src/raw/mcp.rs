@@ -33,6 +33,10 @@ pub struct RawMcpServer {
     /// variable `NAME` of warden's environment (`Authorization = "Bearer ${GITHUB_TOKEN}"`);
     /// a variable that is not set stops the server from starting. Default none.
     pub headers: Option<BTreeMap<String, String>>,
+    /// How a `url` server is spoken to: `"streamable-http"`, or `"sse"` for the older HTTP+SSE
+    /// transport (protocol 2024-11-05: `url` is its event stream). Default
+    /// `"streamable-http"`.
+    pub transport: Option<String>,
     /// A client registered beforehand with the server's authorization server, for `warden mcp
     /// login`: its id. Default none (warden registers itself, or uses its metadata document).
     pub client_id: Option<String>,

@@ -7,7 +7,7 @@ use super::Blame;
 use crate::error::ConfigError;
 use crate::merge::dedup;
 use crate::raw::{RawMcp, RawMcpServer};
-use crate::settings::{Mcp, McpServer};
+use crate::settings::{HttpTransport, Mcp, McpServer};
 
 pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, ConfigError> {
     let mut servers = BTreeMap::new();
@@ -34,6 +34,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             command,
             url,
             headers,
+            transport: spoken,
             client_id,
             client_secret_env,
             args,
@@ -51,6 +52,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             allow_hosts,
         } = server;
         let (command, url, headers) = transport(command, url, headers, &server_keys, &error)?;
+        let transport = http_transport(spoken.as_deref(), url.is_some(), &error)?;
         login_client(
             url.as_ref(),
             client_id.as_ref(),
@@ -66,14 +68,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
         if let Some(key) = env.keys().find(|k| k.is_empty() || k.contains(['=', '\0'])) {
             return Err(error("env", &format!("{key:?} is not a variable's name")));
         }
-        let place = |dir: String| {
-            if let Some(rest) = dir.strip_prefix("~/") {
-                std::env::var_os("HOME")
-                    .map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
-            } else {
-                root.join(dir)
-            }
-        };
+        let place = |dir: String| placed(&dir, root);
         let cwd = cwd.map(place);
         let allow_read = allow_read
             .unwrap_or_default()
@@ -86,6 +81,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 command,
                 url,
                 headers,
+                transport,
                 client_id,
                 client_secret_env,
                 args: args.unwrap_or_default(),
@@ -167,6 +163,23 @@ fn transport(
     Ok((command, url, headers))
 }
 
+/// `transport`: streamable HTTP unless `"sse"`, and only for a server at a url.
+fn http_transport(
+    spoken: Option<&str>,
+    at_url: bool,
+    error: &dyn Fn(&str, &str) -> ConfigError,
+) -> Result<HttpTransport, ConfigError> {
+    match (spoken, at_url) {
+        (None | Some("streamable-http"), _) => Ok(HttpTransport::StreamableHttp),
+        (Some("sse"), true) => Ok(HttpTransport::Sse),
+        (Some("sse"), false) => Err(error("transport", "applies to a server at a url")),
+        (Some(other), _) => Err(error(
+            "transport",
+            &format!("{other:?} is not \"streamable-http\" or \"sse\""),
+        )),
+    }
+}
+
 /// A login's client: for a server at a url, and a secret only with an id.
 fn login_client(
     url: Option<&String>,
@@ -187,4 +200,14 @@ fn login_client(
         ));
     }
     Ok(())
+}
+
+/// A directory of a server's settings: `~/` is the home directory, anything else relative to
+/// the project root.
+fn placed(dir: &str, root: &Path) -> std::path::PathBuf {
+    if let Some(rest) = dir.strip_prefix("~/") {
+        std::env::var_os("HOME").map_or_else(|| root.join(rest), |h| Path::new(&h).join(rest))
+    } else {
+        root.join(dir)
+    }
 }

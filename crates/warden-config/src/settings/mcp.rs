@@ -13,6 +13,17 @@ pub struct Mcp {
     pub servers: BTreeMap<String, McpServer>,
 }
 
+/// How a server at a url is spoken to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpTransport {
+    /// Streamable HTTP (protocol 2025-03-26 and later).
+    #[default]
+    StreamableHttp,
+    /// The older HTTP+SSE transport (protocol 2024-11-05).
+    Sse,
+}
+
 /// `[mcp.servers.NAME]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -24,6 +35,8 @@ pub struct McpServer {
     /// Headers sent to a `url` server, `${NAME}` still to be read from the environment.
     #[serde(serialize_with = "shown_headers")]
     pub headers: BTreeMap<String, String>,
+    /// How the `url` server is spoken to.
+    pub transport: HttpTransport,
     /// A client registered beforehand, for logging in to a `url` server.
     pub client_id: Option<String>,
     /// The variable holding that client's secret.
@@ -79,6 +92,7 @@ impl McpServer {
             command: command.into(),
             url: None,
             headers: BTreeMap::new(),
+            transport: HttpTransport::StreamableHttp,
             client_id: None,
             client_secret_env: None,
             args,

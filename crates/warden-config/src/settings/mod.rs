@@ -17,7 +17,7 @@ pub(crate) use crate::kinds::{
     Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, RiskName, RootIdentity,
 };
 
-pub use mcp::{Mcp, McpServer};
+pub use mcp::{HttpTransport, Mcp, McpServer};
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
     Price, Provider, ReadTool, Skills, Tools, WriteTool,
