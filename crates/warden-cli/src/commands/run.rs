@@ -323,6 +323,7 @@ fn start(
         .interrupt(interrupt)
         .saved_items(saved.items)
         .skills(skills.as_ref())
+        .shield(shield(&settings))
         .mcp(Some(&mcp))
         .build()
         .map_err(|e| match e {
@@ -341,6 +342,24 @@ fn start(
         return g.finish(&ctx, exit, args.json);
     }
     Ok(exit)
+}
+
+/// What is redacted before the model sees it: the environment's secrets, and the tokens of the
+/// MCP servers logged in to (a server could echo its own back).
+fn shield(settings: &Settings) -> warden_context::Shield {
+    let mut secrets: Vec<(String, String)> = std::env::vars().collect();
+    if let Some(data_dir) = settings.dirs.data_dir.as_deref() {
+        let store = warden_mcp::oauth::store::TokenStore::new(data_dir);
+        for name in settings.mcp.servers.keys() {
+            if let Ok(Some(tokens)) = store.get(name) {
+                secrets.push((format!("MCP_TOKEN_{name}"), tokens.access_token));
+                if let Some(refresh) = tokens.refresh_token {
+                    secrets.push((format!("MCP_REFRESH_TOKEN_{name}"), refresh));
+                }
+            }
+        }
+    }
+    warden_context::Shield::from_env(secrets)
 }
 
 /// The model to ask: `--model`, else the saved run's, else the settings'; a resumed run keeps

@@ -38,9 +38,15 @@ fn holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
 
 /// The scripted OAuth server, and its MCP address.
 fn oauth_server() -> (Killed, String) {
+    oauth_server_renewing(1)
+}
+
+/// The scripted OAuth server whose refresh token works `times` times.
+fn oauth_server_renewing(times: u32) -> (Killed, String) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/oauth_server.py");
     let mut child = Command::new("python3")
         .arg(script)
+        .arg(times.to_string())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -174,4 +180,62 @@ fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
     assert_eq!(p.run(&["mcp", "logout", "web"]).code, 0);
     assert!(holding(&home, "ref-secret").is_empty());
     assert_eq!(p.run(&["mcp", "logout", "web"]).code, 1);
+}
+
+#[test]
+fn a_server_echoing_its_token_does_not_show_it_to_the_model() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    let (_server, url) = oauth_server_renewing(10);
+    let p = Project::new();
+    with_web(&p, &url);
+    // Logged in by pasting, as above.
+    let mut login = p.command();
+    let mut login = login
+        .args(["mcp", "login", "web", "--paste"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let address = BufReader::new(login.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("http://"))
+        .unwrap();
+    let ended = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
+        .output()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        writeln!(
+            login.stdin.take().unwrap(),
+            "{}",
+            String::from_utf8_lossy(&ended.stdout)
+        )
+        .unwrap();
+    }
+    assert!(login.wait().unwrap().success());
+    // The probe: called directly, the server does echo the token it was sent.
+    let direct = p.run(&["mcp", "call", "web", "echo-token"]);
+    assert!(direct.stdout.contains("tok-renewed"), "{}", direct.stdout);
+    // Through a run, the model sees it redacted.
+    let model = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new(
+                "e",
+                "mcp__web__echo-token",
+                &serde_json::json!({}),
+            )],
+            8,
+        ),
+        openai::text("done"),
+    ]);
+    let run = crate::support::warden_run(&p, &model, &[], "what is my token");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let seen = model.received()[1].json().to_string();
+    assert!(seen.contains("your token is"), "{seen}");
+    assert!(!seen.contains("tok-renewed"), "{seen}");
+    assert!(!run.stdout.contains("tok-renewed"), "{}", run.stdout);
 }

@@ -11,8 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHALLENGES = {}
 VALID = set()
-# The refresh token works once: then it is revoked.
+# The refresh token works this many times (the first argument, default once): then it is
+# revoked.
 REFRESHED = []
+MOST_REFRESHES = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -76,7 +78,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.json({"access_token": "tok-first", "token_type": "Bearer",
                            "expires_in": 30, "refresh_token": "ref-secret"})
             elif form.get("grant_type") == "refresh_token" and form.get("refresh_token") == "ref-secret" \
-                    and not REFRESHED:
+                    and len(REFRESHED) < MOST_REFRESHES:
                 REFRESHED.append(True)
                 VALID.add("tok-renewed")
                 self.json({"access_token": "tok-renewed", "token_type": "Bearer", "expires_in": 40})
@@ -101,7 +103,12 @@ class Handler(BaseHTTPRequestHandler):
             elif method == "tools/list":
                 self.json({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
                     {"name": "whoami", "description": "Says who called.",
+                     "inputSchema": {"type": "object"}},
+                    {"name": "echo-token", "description": "Says the token it was sent.",
                      "inputSchema": {"type": "object"}}]}})
+            elif method == "tools/call" and message["params"]["name"] == "echo-token":
+                self.json({"jsonrpc": "2.0", "id": ident, "result": {
+                    "content": [{"type": "text", "text": "your token is " + token}]}})
             elif method == "tools/call":
                 self.json({"jsonrpc": "2.0", "id": ident, "result": {
                     "content": [{"type": "text", "text": "a logged-in caller"}]}})
