@@ -535,7 +535,28 @@ impl DynamicTool for McpCall {
                 McpError::NoTool { .. } => ToolErrorKind::UnknownTool,
                 _ => ToolErrorKind::Unavailable,
             };
-            ToolError::new(kind, error.to_string())
+            let text = error.to_string();
+            // A server at a url that wants more scope than the login gave names it: a person
+            // can log in again asking for it.
+            if let Some(at) = text.rfind("insufficient scope: ") {
+                let scope = warden_mcp::oauth::challenge_scope(&text[at + 20..]);
+                return ToolError::new(
+                    ToolErrorKind::Unavailable,
+                    format!(
+                        "the MCP server {} refused {}: its login lacks the scope it needs{}; a \
+                         person can grant it with `warden mcp login {}{}`",
+                        self.server,
+                        self.tool,
+                        scope
+                            .as_deref()
+                            .map(|s| format!(" ({s})"))
+                            .unwrap_or_default(),
+                        self.server,
+                        scope.map(|s| format!(" --scope '{s}'")).unwrap_or_default()
+                    ),
+                );
+            }
+            ToolError::new(kind, text)
         })?;
         if outcome.is_error {
             return Err(ToolError::new(

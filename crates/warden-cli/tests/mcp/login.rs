@@ -74,7 +74,7 @@ fn with_web(p: &Project, url: &str) -> std::path::PathBuf {
 
 #[test]
 fn where_no_browser_can_come_back_the_address_it_ended_on_is_pasted() {
-    let (_server, url) = oauth_server();
+    let (_server, url) = oauth_server_renewing(10);
     let p = Project::new();
     with_web(&p, &url);
     let mut login = p.command();
@@ -108,6 +108,15 @@ fn where_no_browser_can_come_back_the_address_it_ended_on_is_pasted() {
     assert!(p.run(&["mcp", "list"]).stdout.contains("logged in"));
     let called = p.run(&["mcp", "call", "web", "whoami"]);
     assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    // A call the login's scope does not cover: refused, naming how to ask for more.
+    let more = p.run(&["mcp", "call", "web", "admin"]);
+    assert_ne!(more.code, 0);
+    assert!(
+        more.stdout
+            .contains("warden mcp login web --scope 'mcp:admin'"),
+        "{}",
+        more.stdout
+    );
 }
 
 #[test]

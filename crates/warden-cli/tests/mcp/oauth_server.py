@@ -105,7 +105,14 @@ class Handler(BaseHTTPRequestHandler):
                     {"name": "whoami", "description": "Says who called.",
                      "inputSchema": {"type": "object"}},
                     {"name": "echo-token", "description": "Says the token it was sent.",
+                     "inputSchema": {"type": "object"}},
+                    {"name": "admin", "description": "Needs the scope mcp:admin.",
                      "inputSchema": {"type": "object"}}]}})
+            elif method == "tools/call" and message["params"]["name"] == "admin":
+                meta = self.base() + "/.well-known/oauth-protected-resource/mcp"
+                challenge = 'Bearer error="insufficient_scope", scope="mcp:admin", ' \
+                    'resource_metadata="%s"' % meta
+                self.send(403, b"", "text/plain", [("WWW-Authenticate", challenge)])
             elif method == "tools/call" and message["params"]["name"] == "echo-token":
                 self.json({"jsonrpc": "2.0", "id": ident, "result": {
                     "content": [{"type": "text", "text": "your token is " + token}]}})
