@@ -75,7 +75,7 @@ pub(super) fn login(
     };
     let login = oauth::Login {
         client,
-        client_metadata_url: None,
+        client_metadata_url: server.client_metadata_url.clone(),
         redirect: if paste {
             oauth::Redirect::Paste {
                 show: Box::new(show),

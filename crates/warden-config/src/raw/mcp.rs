@@ -40,6 +40,10 @@ pub struct RawMcpServer {
     /// A client registered beforehand with the server's authorization server, for `warden mcp
     /// login`: its id. Default none (warden registers itself, or uses its metadata document).
     pub client_id: Option<String>,
+    /// An `https://` address where a Client ID Metadata Document describing warden as your
+    /// client is published: used as the client id by an authorization server that takes such
+    /// documents, before dynamic registration. Default none.
+    pub client_metadata_url: Option<String>,
     /// The variable of warden's environment that holds that client's secret (never the
     /// secret itself). Default none (a public client).
     pub client_secret_env: Option<String>,

@@ -36,6 +36,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
             headers,
             transport: spoken,
             client_id,
+            client_metadata_url,
             client_secret_env,
             args,
             env,
@@ -55,7 +56,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
         let transport = http_transport(spoken.as_deref(), url.is_some(), &error)?;
         login_client(
             url.as_ref(),
-            client_id.as_ref(),
+            [client_id.as_ref(), client_metadata_url.as_ref()],
             client_secret_env.as_ref(),
             &error,
         )?;
@@ -83,6 +84,7 @@ pub(super) fn build(raw: RawMcp, root: &Path, blame: &Blame<'_>) -> Result<Mcp, 
                 headers,
                 transport,
                 client_id,
+                client_metadata_url,
                 client_secret_env,
                 args: args.unwrap_or_default(),
                 env,
@@ -180,14 +182,15 @@ fn http_transport(
     }
 }
 
-/// A login's client: for a server at a url, and a secret only with an id.
+/// A login's client (its id, its metadata document's address): for a server at a url, a secret
+/// only with an id, a document only at an `https://` address.
 fn login_client(
     url: Option<&String>,
-    client_id: Option<&String>,
+    [client_id, metadata_url]: [Option<&String>; 2],
     secret_env: Option<&String>,
     error: &dyn Fn(&str, &str) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    if url.is_none() && (client_id.is_some() || secret_env.is_some()) {
+    if url.is_none() && (client_id.is_some() || metadata_url.is_some() || secret_env.is_some()) {
         return Err(error(
             "client_id",
             "a login's client belongs to a server at a url, not to one warden starts",
@@ -198,6 +201,9 @@ fn login_client(
             "client_secret_env",
             "names a secret for no client_id",
         ));
+    }
+    if metadata_url.is_some_and(|u| !u.starts_with("https://")) {
+        return Err(error("client_metadata_url", "must start with https://"));
     }
     Ok(())
 }

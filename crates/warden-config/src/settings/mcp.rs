@@ -39,6 +39,8 @@ pub struct McpServer {
     pub transport: HttpTransport,
     /// A client registered beforehand, for logging in to a `url` server.
     pub client_id: Option<String>,
+    /// A published Client ID Metadata Document, used as the client id where taken.
+    pub client_metadata_url: Option<String>,
     /// The variable holding that client's secret.
     pub client_secret_env: Option<String>,
     /// Its arguments.
@@ -94,6 +96,7 @@ impl McpServer {
             headers: BTreeMap::new(),
             transport: HttpTransport::StreamableHttp,
             client_id: None,
+            client_metadata_url: None,
             client_secret_env: None,
             args,
             env: BTreeMap::new(),
