@@ -351,6 +351,9 @@ prompt = 'warden\u203a '.encode()
 # field nothing (its default), and the form is sent.
 form = json.loads(os.environ.pop('TEST_FORM', 'null'))
 form_at = -1
+# A browser for logins: every authorization address printed is fetched (following redirects).
+follow = os.environ.pop('TEST_FOLLOW_LOGIN', None)
+followed = set()
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[4], sys.argv[4:])
@@ -378,6 +381,14 @@ while True:
         answer = answers[asked] if asked < len(answers) else 'd'
         asked += 1
         os.write(fd, (answer + '\n').encode())
+    if follow:
+        import re, subprocess
+        for found in re.finditer(rb'http://127\.0\.0\.1:\d+/authorize\?[^\s]+', out):
+            address = found.group(0).decode()
+            if address not in followed:
+                followed.add(address)
+                subprocess.Popen(['curl', '-sL', '--max-time', '20', address],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     line = out[out.rfind(b'\n') + 1:]
     if form is not None and b'an MCP server asks' in out and out.endswith(b': ') \
             and b'allow? ' not in line and len(out) != form_at:

@@ -120,6 +120,22 @@ pub struct ToolContext {
     /// Who answers an MCP server's requests for input (a person at the terminal); none refuses
     /// them, saying warden runs headless.
     pub mcp_asker: Option<warden_mcp::Asker>,
+    /// Shows a person the address where they log in to an MCP server again (a server that
+    /// wants more scope); none where no one can (then the call fails saying how to).
+    pub mcp_login: Option<ShowLogin>,
+}
+
+/// Shows a person the address (second) where they log in to the MCP server (first).
+pub type ShowAddress = dyn Fn(&str, &str) + Send + Sync;
+
+/// Shows a person the address where they log in to the MCP server named first.
+#[derive(Clone)]
+pub struct ShowLogin(pub std::sync::Arc<ShowAddress>);
+
+impl std::fmt::Debug for ShowLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShowLogin")
+    }
 }
 
 /// One shell command a session ran (or started in the background).
@@ -177,6 +193,7 @@ impl ToolContext {
                 .with_secrets(secrets),
             mask,
             mcp_asker: None,
+            mcp_login: None,
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),

@@ -30,7 +30,9 @@ mod walk;
 mod write;
 
 pub use bash::{Bash, BashArgs};
-pub use context::{ChangeLog, CommandRecord, ReadLedger, ReadRecord, ToolContext};
+pub use context::{
+    ChangeLog, CommandRecord, ReadLedger, ReadRecord, ShowAddress, ShowLogin, ToolContext,
+};
 pub use edit::{EditFile, EditFileArgs};
 pub use fetch::{WebFetch, WebFetchArgs};
 pub use glob::{Glob, GlobArgs, GlobSort};

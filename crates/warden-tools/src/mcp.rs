@@ -25,7 +25,10 @@ pub use added::AddedTool;
 
 /// One running server and its tools' definitions as last listed.
 struct Running {
-    server: Server,
+    /// The session: replaced by a new one when a person logs in again (more scope).
+    server: std::sync::RwLock<Server>,
+    /// How many times a person logged in again during the session.
+    step_ups: std::sync::atomic::AtomicUsize,
     /// The server's name in the settings.
     name: String,
     /// Its settings (which tools it offers, whether its hints are trusted).
@@ -38,6 +41,15 @@ struct Running {
 }
 
 impl Running {
+    fn call(&self, tool: &str, args: Value) -> Result<warden_mcp::CallOutcome, McpError> {
+        match self.server.read() {
+            Ok(server) => server.call(tool, args),
+            Err(_) => Err(McpError::Runtime(std::io::Error::other(
+                "the session was lost while it was being replaced",
+            ))),
+        }
+    }
+
     /// The definition of `tool` as the server has it now (listing again after `list_changed`);
     /// `None` when the server no longer has it.
     fn definition(&self, tool: &str) -> Option<Value> {
@@ -48,8 +60,12 @@ impl Running {
 
     /// Lists the tools again when the server said its list changed.
     fn refresh(&self, current: &mut BTreeMap<String, Value>) {
-        if self.server.tools_changed() {
-            match self.server.tools() {
+        let Ok(server) = self.server.read() else {
+            current.clear();
+            return;
+        };
+        if server.tools_changed() {
+            match server.tools() {
                 Ok(tools) => {
                     *current = tools
                         .iter()
@@ -146,7 +162,8 @@ impl McpServers {
                         .map(|t| (t.name.clone(), definition(t, server.trust_hints)))
                         .collect(),
                 ),
-                server: started,
+                server: std::sync::RwLock::new(started),
+                step_ups: std::sync::atomic::AtomicUsize::new(0),
                 name: name.clone(),
                 config: server.clone(),
                 seen: Mutex::default(),
@@ -219,7 +236,11 @@ impl McpServers {
         let mut lines = Vec::new();
         let mut by_name = BTreeMap::new();
         for (name, running) in &self.named {
-            match running.server.resources() {
+            let resources = match running.server.read() {
+                Ok(server) => server.resources(),
+                Err(_) => continue,
+            };
+            match resources {
                 Ok(resources) if !resources.is_empty() => {
                     let listed: Vec<String> = resources
                         .iter()
@@ -279,8 +300,9 @@ impl McpServers {
             .named
             .get(name)
             .ok_or_else(|| format!("the MCP server {name} is not running"))?;
-        let resources = running.server.resources().map_err(|e| e.to_string())?;
-        let prompts = running.server.prompts().map_err(|e| e.to_string())?;
+        let server = running.server.read().map_err(|e| e.to_string())?;
+        let resources = server.resources().map_err(|e| e.to_string())?;
+        let prompts = server.prompts().map_err(|e| e.to_string())?;
         Ok((resources, prompts))
     }
 
@@ -471,6 +493,78 @@ fn login_hint(name: &str, error: McpError) -> McpError {
     error
 }
 
+/// The most times a person is asked to log in again to one server in a session.
+const MOST_STEP_UPS: usize = 3;
+
+/// The challenge of a refusal for a missing scope (a `403 insufficient_scope`).
+fn insufficient(error: &McpError) -> Option<String> {
+    let text = error.to_string();
+    let at = text.rfind("insufficient scope: ")?;
+    Some(text[at + "insufficient scope: ".len()..].to_owned())
+}
+
+impl McpCall {
+    /// A person logs in again asking for what `challenge` names, and the server's session is
+    /// replaced by one with the new token: whether it was (no one to ask, a server that is not
+    /// at a url, a login that failed or was left, or the [`MOST_STEP_UPS`]th time: not).
+    fn step_up(&self, ctx: &ToolContext, challenge: &str) -> bool {
+        let running = &self.running;
+        let (Some(show), Some(url), Some(data_dir)) = (
+            ctx.mcp_login.clone(),
+            running.config.url.clone(),
+            ctx.settings.dirs.data_dir.clone(),
+        ) else {
+            return false;
+        };
+        let tries = running
+            .step_ups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if tries >= MOST_STEP_UPS {
+            return false;
+        }
+        let server = running.name.clone();
+        let login =
+            warden_mcp::oauth::Login {
+                client: running.config.client_id.clone().map(|client_id| {
+                    warden_mcp::oauth::Client {
+                        client_id,
+                        client_secret: running
+                            .config
+                            .client_secret_env
+                            .as_deref()
+                            .and_then(|v| std::env::var(v).ok()),
+                    }
+                }),
+                client_metadata_url: running.config.client_metadata_url.clone(),
+                redirect: warden_mcp::oauth::Redirect::Loopback {
+                    show: Box::new(move |address| (show.0)(&server, address)),
+                    wait: std::time::Duration::from_secs(300),
+                },
+                signing_key: None,
+            };
+        let Ok(tokens) = warden_mcp::oauth::login(&url, &login, Some(challenge), None) else {
+            return false;
+        };
+        let bearer = tokens.access_token.clone();
+        let store = warden_mcp::oauth::store::TokenStore::new(&data_dir);
+        let _ = store.put(&running.name, Some(tokens));
+        let mut launch =
+            Launch::from_settings(&running.name, &running.config, &ctx.settings.project_root);
+        launch.asker.clone_from(&ctx.mcp_asker);
+        launch.bearer = Some(bearer);
+        let Ok(renewed) = Server::start(launch) else {
+            return false;
+        };
+        match running.server.write() {
+            Ok(mut session) => {
+                *session = renewed;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
 /// What the model is told: the server's description, and whose it is.
 fn describe(server: &str, tool: &warden_mcp::McpTool) -> String {
     let text = tool.description.trim();
@@ -512,7 +606,7 @@ impl DynamicTool for McpCall {
         self.pins.held(&self.server, &self.tool, &now)
     }
 
-    fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+    fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         // What was decided on is the definition the model was shown: a change since (the
         // server said its list changed after the decision) is not run, and what is pinned is
         // what was shown, never what the server has now.
@@ -527,8 +621,14 @@ impl DynamicTool for McpCall {
             ));
         }
         let unpinned = self.pins.pin(&self.server, &self.tool, &self.offered).err();
-        let server = &self.running.server;
-        let outcome = server.call(&self.tool, args).map_err(|error| {
+        let mut outcome = self.running.call(&self.tool, args.clone());
+        if let Err(error) = &outcome
+            && let Some(challenge) = insufficient(error)
+            && self.step_up(ctx, &challenge)
+        {
+            outcome = self.running.call(&self.tool, args);
+        }
+        let outcome = outcome.map_err(|error| {
             let kind = match &error {
                 McpError::Timeout { .. } => ToolErrorKind::Timeout,
                 McpError::Arguments(_) => ToolErrorKind::InvalidArguments,
@@ -611,7 +711,10 @@ impl DynamicTool for ReadResource {
                 format!("no MCP server {server:?} with resources"),
             )
         })?;
-        let text = running.server.read_resource(uri).map_err(|error| {
+        let session = running.server.read().map_err(|e| {
+            ToolError::new(ToolErrorKind::Unavailable, format!("the MCP server {e}"))
+        })?;
+        let text = session.read_resource(uri).map_err(|error| {
             let kind = match &error {
                 McpError::Timeout { .. } => ToolErrorKind::Timeout,
                 _ => ToolErrorKind::Unavailable,

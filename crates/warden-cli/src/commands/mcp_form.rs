@@ -21,6 +21,17 @@ pub(super) fn on_terminal(ctx: &mut ToolContext) {
             let mut out = std::io::stderr().lock();
             ask(question, &mut input, &mut out)
         }));
+        ctx.mcp_login = Some(warden_tools::ShowLogin(std::sync::Arc::new(
+            |server: &str, address: &str| {
+                let p = warden_protocol::printable;
+                eprintln!(
+                    "\nwarden: the MCP server {} wants more than its login allows; to allow it, \
+                 open this address and authorize warden (or leave it, and the call fails):",
+                    p(server)
+                );
+                eprintln!("{}", p(address));
+            },
+        )));
     }
 }
 

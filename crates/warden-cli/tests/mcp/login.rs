@@ -119,6 +119,40 @@ fn where_no_browser_can_come_back_the_address_it_ended_on_is_pasted() {
     );
 }
 
+/// Logs in to `web` by pasting the address the browser ended on.
+fn paste_login(p: &Project) {
+    let mut login = p.command();
+    let mut login = login
+        .args(["mcp", "login", "web", "--paste"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read to the end: the prompt after the address is written to it too.
+    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
+    let address = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("http://"))
+        .unwrap();
+    let ended = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
+        .output()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        writeln!(
+            login.stdin.take().unwrap(),
+            "{}",
+            String::from_utf8_lossy(&ended.stdout)
+        )
+        .unwrap();
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(login.wait().unwrap().success(), "{rest:?}");
+}
+
 #[test]
 fn a_login_gives_a_token_that_is_used_renewed_and_kept_for_the_user_alone() {
     let (_server, url) = oauth_server();
@@ -197,34 +231,7 @@ fn a_server_echoing_its_token_does_not_show_it_to_the_model() {
     let (_server, url) = oauth_server_renewing(10);
     let p = Project::new();
     with_web(&p, &url);
-    // Logged in by pasting, as above.
-    let mut login = p.command();
-    let mut login = login
-        .args(["mcp", "login", "web", "--paste"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let address = BufReader::new(login.stderr.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("http://"))
-        .unwrap();
-    let ended = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
-        .output()
-        .unwrap();
-    {
-        use std::io::Write as _;
-        writeln!(
-            login.stdin.take().unwrap(),
-            "{}",
-            String::from_utf8_lossy(&ended.stdout)
-        )
-        .unwrap();
-    }
-    assert!(login.wait().unwrap().success());
+    paste_login(&p);
     // The probe: called directly, the server does echo the token it was sent.
     let direct = p.run(&["mcp", "call", "web", "echo-token"]);
     assert!(direct.stdout.contains("tok-renewed"), "{}", direct.stdout);
@@ -247,4 +254,41 @@ fn a_server_echoing_its_token_does_not_show_it_to_the_model() {
     assert!(seen.contains("your token is"), "{seen}");
     assert!(!seen.contains("tok-renewed"), "{seen}");
     assert!(!run.stdout.contains("tok-renewed"), "{}", run.stdout);
+}
+
+#[test]
+fn a_server_wanting_more_scope_is_given_it_by_a_new_login_on_the_terminal() {
+    let (_server, url) = oauth_server_renewing(10);
+    let p = Project::new();
+    with_web(&p, &url);
+    paste_login(&p);
+    // Headless: refused, saying how to ask for more.
+    let headless = p.run(&["mcp", "call", "web", "admin"]);
+    assert_ne!(headless.code, 0);
+    assert!(
+        headless.stdout.contains("--scope 'mcp:admin'"),
+        "{}",
+        headless.stdout
+    );
+    // On a terminal: the person is shown where to log in again; once they have, the call runs.
+    let on_terminal = crate::support::in_a_session_with(
+        &p,
+        &[("TEST_FOLLOW_LOGIN", "1")],
+        &[env!("CARGO_BIN_EXE_warden"), "mcp", "call", "web", "admin"],
+        &[],
+        &[],
+    );
+    assert_eq!(on_terminal.code, 0, "{}", on_terminal.stdout);
+    assert!(
+        on_terminal
+            .stdout
+            .contains("wants more than its login allows"),
+        "{}",
+        on_terminal.stdout
+    );
+    assert!(
+        on_terminal.stdout.contains("admin done"),
+        "{}",
+        on_terminal.stdout
+    );
 }

@@ -10,7 +10,9 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHALLENGES = {}
+SCOPES = {}
 VALID = set()
+ADMIN = set()
 # The refresh token works this many times (the first argument, default once): then it is
 # revoked.
 REFRESHED = []
@@ -50,9 +52,11 @@ class Handler(BaseHTTPRequestHandler):
                        "token_endpoint_auth_methods_supported": ["none"]})
         elif url.path == "/authorize":
             query = dict(urllib.parse.parse_qsl(url.query))
-            CHALLENGES["code-1"] = query["code_challenge"]
+            code = "code-%d" % (len(CHALLENGES) + 1)
+            CHALLENGES[code] = query["code_challenge"]
+            SCOPES[code] = query.get("scope", "")
             target = query["redirect_uri"] + "?" + urllib.parse.urlencode(
-                {"code": "code-1", "state": query["state"]})
+                {"code": code, "state": query["state"]})
             self.send(302, b"", "text/plain", [("Location", target)])
         else:
             self.send(405 if url.path == "/mcp" else 404, b"", "text/plain")
@@ -73,6 +77,12 @@ class Handler(BaseHTTPRequestHandler):
                 challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
                 if CHALLENGES.get(form.get("code")) != challenge:
                     self.json({"error": "invalid_grant"}, 400)
+                    return
+                if "mcp:admin" in SCOPES.get(form["code"], "").split():
+                    VALID.add("tok-admin")
+                    ADMIN.add("tok-admin")
+                    self.json({"access_token": "tok-admin", "token_type": "Bearer",
+                               "expires_in": 3600})
                     return
                 VALID.add("tok-first")
                 self.json({"access_token": "tok-first", "token_type": "Bearer",
@@ -108,6 +118,10 @@ class Handler(BaseHTTPRequestHandler):
                      "inputSchema": {"type": "object"}},
                     {"name": "admin", "description": "Needs the scope mcp:admin.",
                      "inputSchema": {"type": "object"}}]}})
+            elif method == "tools/call" and message["params"]["name"] == "admin" \
+                    and token in ADMIN:
+                self.json({"jsonrpc": "2.0", "id": ident, "result": {
+                    "content": [{"type": "text", "text": "admin done"}]}})
             elif method == "tools/call" and message["params"]["name"] == "admin":
                 meta = self.base() + "/.well-known/oauth-protected-resource/mcp"
                 challenge = 'Bearer error="insufficient_scope", scope="mcp:admin", ' \
