@@ -292,3 +292,29 @@ fn a_server_wanting_more_scope_is_given_it_by_a_new_login_on_the_terminal() {
         on_terminal.stdout
     );
 }
+
+#[test]
+fn a_token_that_expires_during_a_run_is_renewed_and_the_call_made_again() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    let (_server, url) = oauth_server_renewing(10);
+    let p = Project::new();
+    with_web(&p, &url);
+    paste_login(&p);
+    let model = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new("x", "mcp__web__expire", &serde_json::json!({}))],
+            8,
+        ),
+        openai::calls(
+            "",
+            &[Call::new("w", "mcp__web__whoami", &serde_json::json!({}))],
+            8,
+        ),
+        openai::text("done"),
+    ]);
+    let run = crate::support::warden_run(&p, &model, &[], "expire, then ask");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let third = model.received()[2].json().to_string();
+    assert!(third.contains("a logged-in caller"), "{third}");
+}

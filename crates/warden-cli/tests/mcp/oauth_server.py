@@ -117,7 +117,14 @@ class Handler(BaseHTTPRequestHandler):
                     {"name": "echo-token", "description": "Says the token it was sent.",
                      "inputSchema": {"type": "object"}},
                     {"name": "admin", "description": "Needs the scope mcp:admin.",
+                     "inputSchema": {"type": "object"}},
+                    {"name": "expire", "description": "Expires the caller's token.",
                      "inputSchema": {"type": "object"}}]}})
+            elif method == "tools/call" and message["params"]["name"] == "expire":
+                # The token the call came with expires now: the next request with it is refused.
+                VALID.discard(token)
+                self.json({"jsonrpc": "2.0", "id": ident, "result": {
+                    "content": [{"type": "text", "text": "expired"}]}})
             elif method == "tools/call" and message["params"]["name"] == "admin" \
                     and token in ADMIN:
                 self.json({"jsonrpc": "2.0", "id": ident, "result": {
