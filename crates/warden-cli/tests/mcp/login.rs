@@ -77,34 +77,7 @@ fn where_no_browser_can_come_back_the_address_it_ended_on_is_pasted() {
     let (_server, url) = oauth_server_renewing(10);
     let p = Project::new();
     with_web(&p, &url);
-    let mut login = p.command();
-    let mut login = login
-        .args(["mcp", "login", "web", "--paste"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
-    let address = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("http://"))
-        .expect("the address to open");
-    // The browser, elsewhere: it ends on the redirect's address, which does not load here.
-    let ended = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
-        .output()
-        .unwrap();
-    let ended = String::from_utf8(ended.stdout).unwrap();
-    assert!(ended.contains("code="), "{ended}");
-    {
-        use std::io::Write as _;
-        let mut stdin = login.stdin.take().unwrap();
-        writeln!(stdin, "{ended}").unwrap();
-    }
-    let done = login.wait_with_output().unwrap();
-    assert!(done.status.success(), "{done:?}");
+    paste_login(&p);
     assert!(p.run(&["mcp", "list"]).stdout.contains("logged in"));
     let called = p.run(&["mcp", "call", "web", "whoami"]);
     assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
@@ -136,18 +109,16 @@ fn paste_login(p: &Project) {
         .map_while(Result::ok)
         .find(|l| l.starts_with("http://"))
         .unwrap();
+    // The browser, elsewhere: it ends on the redirect's address, which does not load here.
     let ended = Command::new("curl")
         .args(["-s", "-o", "/dev/null", "-w", "%{redirect_url}", &address])
         .output()
         .unwrap();
+    let ended = String::from_utf8_lossy(&ended.stdout).into_owned();
+    assert!(ended.contains("code="), "{ended}");
     {
         use std::io::Write as _;
-        writeln!(
-            login.stdin.take().unwrap(),
-            "{}",
-            String::from_utf8_lossy(&ended.stdout)
-        )
-        .unwrap();
+        writeln!(login.stdin.take().unwrap(), "{ended}").unwrap();
     }
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(login.wait().unwrap().success(), "{rest:?}");
