@@ -72,6 +72,14 @@ pub enum McpCommand {
         #[arg(long, value_name = "SCOPE")]
         scope: Option<String>,
     },
+    /// Serve warden's own tools to another agent over MCP (standard input and output): each
+    /// call through warden's policy, sandbox and trace, one session per connection.
+    Serve {
+        /// What to answer when the policy asks for approval: deny (default) or allow. Never
+        /// overrides a deny or widens the sandbox.
+        #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
+        on_ask: String,
+    },
     /// Forget a server's login. Exit 1 when there was none.
     Logout {
         /// The server's name in the settings.

@@ -9,6 +9,7 @@ mod mcp;
 mod mcp_form;
 mod mcp_import;
 mod mcp_login;
+mod mcp_serve;
 mod policy;
 mod repl;
 mod run;

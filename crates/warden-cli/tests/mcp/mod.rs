@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 mod hostile;
 mod login;
+mod serve;
 mod servers;
 
 use crate::support::Project;
