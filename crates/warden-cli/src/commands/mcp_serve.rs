@@ -2,6 +2,7 @@
 //! output), each call through the same registry, policy, sandbox and trace as `warden run`'s;
 //! one session in the trace per connection, named after the client.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -81,8 +82,10 @@ impl ServerHandler for Served {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let peer = context.peer.clone();
+        let handle = tokio::runtime::Handle::current();
         let (registry, ctx, engine, store) = (
             Arc::clone(&self.registry),
             Arc::clone(&self.ctx),
@@ -100,7 +103,19 @@ impl ServerHandler for Served {
             let mut runner = ToolRunner::new(&registry, &ctx, &engine, Some(&store), session)
                 .map_err(|e| e.to_string())?
                 .with_on_ask(on_ask);
-            runner.run(&name, arguments).map_err(|e| e.to_string())
+            let mut checked = runner.check(&name, arguments);
+            // What the policy asks about is put to the client's user, where the client can
+            // ask them (elicitation); else `--on-ask` has answered it already.
+            if checked.needs_approval() {
+                match ask_client(&peer, &handle, &checked) {
+                    Some(true) => checked.approve("approved by the client's user"),
+                    Some(false) => checked.refuse("refused by the client's user"),
+                    None => {}
+                }
+            }
+            let result = runner.executor().execute(&checked);
+            runner.record(checked, &result).map_err(|e| e.to_string())?;
+            Ok::<_, String>(result)
         })
         .await
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
@@ -119,6 +134,52 @@ impl ServerHandler for Served {
         };
         Ok(CallToolResponse::Complete(answer))
     }
+}
+
+/// Asks the client's user whether `checked` may run, where the client takes forms: `None` when
+/// it does not (or the question could not be put).
+fn ask_client(
+    peer: &rmcp::Peer<RoleServer>,
+    handle: &tokio::runtime::Handle,
+    checked: &warden_tools::Checked,
+) -> Option<bool> {
+    let info = peer.peer_info()?;
+    info.capabilities.elicitation.as_ref()?;
+    let decision = &checked.decision;
+    let mut message = format!(
+        "warden asks before running {} {}: {}",
+        checked.name,
+        warden_protocol::short(&checked.args.to_string(), 400),
+        decision.reason
+    );
+    if let Some(approval) = &decision.approval {
+        let _ = write!(message, " (risk {:?}", approval.risk);
+        if approval.why != decision.reason {
+            let _ = write!(message, "; {}", approval.why);
+        }
+        message.push(')');
+    }
+    let params: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {
+                "type": "boolean",
+                "title": "Run it",
+                "description": "Let warden run this call once",
+            }},
+            "required": ["approve"],
+        },
+    }))
+    .ok()?;
+    let answer = handle.block_on(peer.create_elicitation(params)).ok()?;
+    let approved = matches!(answer.action, rmcp::model::ElicitationAction::Accept)
+        && answer
+            .content
+            .as_ref()
+            .is_some_and(|c| c["approve"] == Value::Bool(true));
+    Some(approved)
 }
 
 /// Serves warden's tools on standard input and output until the client goes.

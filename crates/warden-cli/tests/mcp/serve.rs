@@ -24,7 +24,7 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
         ["bash", {"command": "cat ~/.ssh/id_rsa"}],
     ]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/serve_client.py");
-    let client = |calls: &serde_json::Value, flags: &[&str]| {
+    let client = |calls: &serde_json::Value, flags: &[&str], approve: Option<&str>| {
         let mut command = std::process::Command::new(&python);
         command
             .arg(script)
@@ -39,6 +39,9 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
                 None => command.env_remove(key),
             };
         }
+        if let Some(answer) = approve {
+            command.env("WARDEN_TEST_APPROVE", answer);
+        }
         let out = command.output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
@@ -52,7 +55,7 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
             .collect();
         (stdout, lines)
     };
-    let (stdout, lines) = client(&calls, &[]);
+    let (stdout, lines) = client(&calls, &[], None);
     let tools: Vec<&str> = lines[0]["tools"]
         .as_array()
         .unwrap()
@@ -77,13 +80,30 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
     let write = serde_json::json!([
         ["bash", {"command": format!("echo planted > {0} && cat {0}", outside.display())}],
     ]);
-    let (stdout, approved) = client(&write, &["--on-ask", "allow"]);
+    let (stdout, approved) = client(&write, &["--on-ask", "allow"], None);
     assert_eq!(approved[1]["isError"], false, "{stdout}");
     assert!(
         approved[1]["text"].as_str().unwrap().contains("planted"),
         "{stdout}"
     );
     assert!(!outside.exists(), "{stdout}");
+    // A client that takes forms is asked instead, its user's answer deciding.
+    let edit = serde_json::json!([["bash", {"command": "echo yes > answered.txt"}]]);
+    for (answer, made) in [("no", false), ("yes", true)] {
+        let (stdout, asked) = client(&edit, &[], Some(answer));
+        assert!(
+            asked[1]["asked"]
+                .as_str()
+                .unwrap()
+                .contains("warden asks before running bash"),
+            "{stdout}"
+        );
+        assert_eq!(
+            p.root().join("answered.txt").exists(),
+            made,
+            "{answer}: {stdout}"
+        );
+    }
     // Every call is in the trace, in the session of the connection, which names its client.
     let sessions = p.run(&["trace", "list", "--json"]);
     let sessions: Vec<serde_json::Value> = serde_json::from_str(&sessions.stdout).unwrap();
@@ -101,6 +121,6 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
                 .filter_map(|e| e["tool"].as_str().map(str::to_owned)),
         );
     }
-    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 4, "{seen:?}");
+    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 6, "{seen:?}");
     assert!(seen.iter().any(|t| t == "readFile"), "{seen:?}");
 }

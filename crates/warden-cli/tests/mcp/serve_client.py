@@ -1,14 +1,24 @@
 """The MCP Python SDK's own client, speaking to `warden mcp serve` over stdio: it lists warden's
 tools and makes the calls named on the command line (JSON: [[tool, arguments], ...]), printing
 one JSON line per call: {"tool", "isError", "text"}. A third argument, JSON, adds flags to
-`warden mcp serve`."""
+`warden mcp serve`. With WARDEN_TEST_APPROVE (yes or no) the client takes forms, and answers
+warden's approvals so, printing each question as {"asked"}."""
 import asyncio
 import json
 import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+
+
+ANSWER = os.environ.get("WARDEN_TEST_APPROVE")
+
+
+async def approve(context, params):
+    """The client's user, asked by warden: answers as WARDEN_TEST_APPROVE says (yes or no)."""
+    print(json.dumps({"asked": params.message}), flush=True)
+    return types.ElicitResult(action="accept", content={"approve": ANSWER == "yes"})
 
 
 async def main():
@@ -17,7 +27,8 @@ async def main():
     params = StdioServerParameters(command=warden, args=["mcp", "serve", *flags],
                                    env=dict(os.environ))
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        callback = approve if ANSWER else None
+        async with ClientSession(read, write, elicitation_callback=callback) as session:
             await session.initialize()
             tools = await session.list_tools()
             print(json.dumps({"tools": sorted(t.name for t in tools.tools)}), flush=True)
