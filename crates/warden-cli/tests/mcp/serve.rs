@@ -23,37 +23,8 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
         ["bash", {"command": "git push origin main"}],
         ["bash", {"command": "cat ~/.ssh/id_rsa"}],
     ]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/serve_client.py");
     let client = |calls: &serde_json::Value, flags: &[&str], approve: Option<&str>| {
-        let mut command = std::process::Command::new(&python);
-        command
-            .arg(script)
-            .arg(env!("CARGO_BIN_EXE_warden"))
-            .arg(calls.to_string())
-            .arg(serde_json::json!(flags).to_string())
-            .current_dir(p.root());
-        // The project's environment (its home and settings), as `warden` would have it.
-        for (key, value) in p.command().get_envs() {
-            match value {
-                Some(value) => command.env(key, value),
-                None => command.env_remove(key),
-            };
-        }
-        if let Some(answer) = approve {
-            command.env("WARDEN_TEST_APPROVE", answer);
-        }
-        let out = command.output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: Vec<serde_json::Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (stdout, lines)
+        run_client(&p, &python, calls, flags, approve)
     };
     let (stdout, lines) = client(&calls, &[], None);
     let tools: Vec<&str> = lines[0]["tools"]
@@ -105,6 +76,55 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
         );
     }
     // Every call is in the trace, in the session of the connection, which names its client.
+    let seen = tools_in_trace(&p);
+    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 6, "{seen:?}");
+    assert!(seen.iter().any(|t| t == "readFile"), "{seen:?}");
+}
+
+/// The Python SDK's client speaking to `warden mcp serve` (with `flags`) in `p`'s environment,
+/// making `calls`, answering warden's questions with `approve` when given: its output, and its
+/// lines as JSON.
+fn run_client(
+    p: &Project,
+    python: &std::path::Path,
+    calls: &serde_json::Value,
+    flags: &[&str],
+    approve: Option<&str>,
+) -> (String, Vec<serde_json::Value>) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/serve_client.py");
+    let mut command = std::process::Command::new(python);
+    command
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_warden"))
+        .arg(calls.to_string())
+        .arg(serde_json::json!(flags).to_string())
+        .current_dir(p.root());
+    // The project's environment (its home and settings), as `warden` would have it.
+    for (key, value) in p.command().get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    if let Some(answer) = approve {
+        command.env("WARDEN_TEST_APPROVE", answer);
+    }
+    let out = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (stdout, lines)
+}
+
+/// The tools of every call in every session of `p`'s trace.
+fn tools_in_trace(p: &Project) -> Vec<String> {
     let sessions = p.run(&["trace", "list", "--json"]);
     let sessions: Vec<serde_json::Value> = serde_json::from_str(&sessions.stdout).unwrap();
     let mut seen = Vec::new();
@@ -121,6 +141,5 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
                 .filter_map(|e| e["tool"].as_str().map(str::to_owned)),
         );
     }
-    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 6, "{seen:?}");
-    assert!(seen.iter().any(|t| t == "readFile"), "{seen:?}");
+    seen
 }
