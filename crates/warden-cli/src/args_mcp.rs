@@ -75,10 +75,13 @@ pub enum McpCommand {
     /// Serve warden's own tools to another agent over MCP (standard input and output): each
     /// call through warden's policy, sandbox and trace, one session per connection.
     Serve {
-        /// What to answer when the policy asks for approval: deny (default) or allow. Never
-        /// overrides a deny or widens the sandbox.
+        /// What to answer when the policy asks for approval and the client cannot ask its user:
+        /// deny (default) or allow. Never overrides a deny or widens the sandbox.
         #[arg(long, value_name = "ANSWER", default_value = "deny", value_parser = ["deny", "allow"])]
         on_ask: String,
+        /// The permission mode: plan, default, accept-edits, auto or bypass.
+        #[arg(long)]
+        mode: Option<String>,
     },
     /// Forget a server's login. Exit 1 when there was none.
     Logout {

@@ -33,7 +33,9 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
             scope,
         } => super::mcp_login::login(dir, &server, no_browser || paste, paste, scope.as_deref()),
         McpCommand::Logout { server } => super::mcp_login::logout(dir, &server),
-        McpCommand::Serve { on_ask } => super::mcp_serve::serve(dir, &on_ask),
+        McpCommand::Serve { on_ask, mode } => {
+            super::mcp_serve::serve(dir, &on_ask, mode.as_deref())
+        }
         McpCommand::Import { file, yes } => import(dir, file, yes),
     }
 }

@@ -19,7 +19,7 @@ use warden_policy::Engine;
 use warden_protocol::{SessionId, ToolStatus};
 use warden_tools::{OnAsk, Registry, ToolContext, ToolRunner};
 
-use super::{load_settings, open_trace};
+use super::open_trace;
 use crate::{CliError, Exit};
 
 /// What one connection's calls run with.
@@ -183,8 +183,19 @@ fn ask_client(
 }
 
 /// Serves warden's tools on standard input and output until the client goes.
-pub(super) fn serve(dir: Option<PathBuf>, on_ask: &str) -> Result<Exit, CliError> {
-    let settings = load_settings(dir)?;
+pub(super) fn serve(
+    dir: Option<PathBuf>,
+    on_ask: &str,
+    mode: Option<&str>,
+) -> Result<Exit, CliError> {
+    let mut cli = warden_config::RawSettings::default();
+    if let Some(mode) = mode {
+        let mode: warden_config::PermissionMode = mode
+            .parse()
+            .map_err(|e| CliError::usage(anyhow!("--mode: {e}")))?;
+        cli.permissions.get_or_insert_with(Default::default).mode = Some(mode);
+    }
+    let settings = super::load_settings_with(dir, cli)?;
     let mut ctx = ToolContext::from_settings(&settings).map_err(CliError::usage)?;
     if let Ok(helper) = super::sandbox_helper() {
         ctx = ctx.with_sandbox_helper(helper);

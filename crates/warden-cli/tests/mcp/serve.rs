@@ -75,9 +75,13 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
             "{answer}: {stdout}"
         );
     }
+    // The mode is the command line's: in accept-edits, an edit runs without asking.
+    let quiet = serde_json::json!([["bash", {"command": "echo mode > by-mode.txt"}]]);
+    let (stdout, _) = client(&quiet, &["--mode", "accept-edits"], None);
+    assert!(p.root().join("by-mode.txt").exists(), "{stdout}");
     // Every call is in the trace, in the session of the connection, which names its client.
     let seen = tools_in_trace(&p);
-    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 6, "{seen:?}");
+    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 7, "{seen:?}");
     assert!(seen.iter().any(|t| t == "readFile"), "{seen:?}");
 }
 
