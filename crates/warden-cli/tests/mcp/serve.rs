@@ -76,9 +76,17 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
         );
     }
     // The mode is the command line's: in accept-edits, an edit runs without asking.
-    let quiet = serde_json::json!([["bash", {"command": "echo mode > by-mode.txt"}]]);
+    let quiet = serde_json::json!([
+        ["bash", {"command": "echo mode > by-mode.txt"}],
+        ["writeFile", {"path": "undo-me.txt", "content": "made by a client"}],
+    ]);
     let (stdout, _) = client(&quiet, &["--mode", "accept-edits"], None);
     assert!(p.root().join("by-mode.txt").exists(), "{stdout}");
+    assert!(p.root().join("undo-me.txt").exists(), "{stdout}");
+    // The connection's session is a session like any: `warden undo` puts its edits back.
+    let undone = p.run(&["undo"]);
+    assert_eq!(undone.code, 0, "{}{}", undone.stdout, undone.stderr);
+    assert!(!p.root().join("undo-me.txt").exists(), "{}", undone.stdout);
     // Every call is in the trace, in the session of the connection, which names its client.
     let seen = tools_in_trace(&p);
     assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 7, "{seen:?}");
