@@ -570,7 +570,43 @@ fn with_causes(error: &dyn std::error::Error) -> String {
         }
         cause = inner.source();
     }
-    message
+    without_type_names(&message)
+}
+
+/// `text` without the SDK's transport type names (`Transport [rmcp::transport::…<…>] error`):
+/// a person reads what failed, not how the client is built.
+fn without_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("Transport [") {
+        out.push_str(&rest[..at]);
+        out.push_str("Transport");
+        let after = &rest[at + "Transport [".len()..];
+        let mut depth = 1usize;
+        // Unclosed: kept as it is.
+        let mut end = None;
+        for (i, c) in after.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else {
+            out.push_str(" [");
+            out.push_str(after);
+            return out;
+        };
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The end of the server's standard error, as a note to an error message.
@@ -583,5 +619,22 @@ fn stderr_note(stderr: &Arc<Mutex<Vec<u8>>>) -> String {
         String::new()
     } else {
         format!(" (its standard error ends: {text})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_type_names;
+
+    #[test]
+    fn the_sdk_s_type_names_are_left_out_of_messages() {
+        let said = "Send message error Transport [warden_mcp::handler::Watched<rmcp::transport::\
+                    worker::WorkerTransport<rmcp::A<B>>>] error: Auth required, when send initialize";
+        assert_eq!(
+            without_type_names(said),
+            "Send message error Transport error: Auth required, when send initialize"
+        );
+        assert_eq!(without_type_names("plain [1] text"), "plain [1] text");
+        assert_eq!(without_type_names("Transport [open"), "Transport [open");
     }
 }
