@@ -9,6 +9,7 @@ mod environment;
 mod handler;
 mod http;
 mod legacy_sse;
+mod messages;
 pub mod oauth;
 mod result;
 
