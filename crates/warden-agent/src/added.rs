@@ -12,7 +12,8 @@ impl Agent<'_> {
     /// Puts every tool the servers added since the last turn to the person; whether one was
     /// approved and is offered now.
     pub(crate) fn offer_added_tools(&mut self) -> bool {
-        let Some(servers) = self.mcp else {
+        // No server, nothing to list: no thread each turn for it.
+        let Some(servers) = self.mcp.filter(|s| !s.is_empty()) else {
             return false;
         };
         let mut offered = false;
