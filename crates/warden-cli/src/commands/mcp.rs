@@ -176,7 +176,7 @@ fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit
             .map_err(|e| CliError::usage(anyhow!(e)))?;
         for found in found {
             let from = found.from.display();
-            let name = super::mcp_import::printable(&found.name);
+            let name = warden_protocol::printable(&found.name);
             match found.server {
                 Err(why) => println!("skip {name} ({from}): {why}"),
                 Ok(_) if valid_name(&name).is_err() => {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use warden_config::NewMcpServer;
+use warden_protocol::printable;
 
 /// One server found in another agent's configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,20 +71,6 @@ pub(super) fn read(file: &Path, project: &Path) -> Result<Vec<Found>, String> {
         }
     }
     Ok(found)
-}
-
-/// `text` with its control characters written out (`\u{1b}`), so a file cannot hide what it
-/// holds from the terminal it is shown on.
-pub(super) fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// A server as one line for a person: its command, and what its environment takes.
