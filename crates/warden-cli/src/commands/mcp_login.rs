@@ -97,8 +97,8 @@ pub(super) fn login(
     let tokens =
         oauth::login(&url, &login, None, scope).map_err(|e| CliError::failure(anyhow!(e)))?;
     let expiry = tokens
-        .expires_at
-        .map(|at| format!(", for {} minutes", at.saturating_sub(now()) / 60))
+        .expires_in()
+        .map(|left| format!(", for {} minutes", left / 60))
         .unwrap_or_default();
     store
         .put(name, Some(tokens))
@@ -130,20 +130,12 @@ pub(super) fn state(settings: &Settings, name: &str, server: &McpServer) -> Opti
     server.url.as_ref()?;
     let store = TokenStore::new(settings.dirs.data_dir.as_deref()?);
     Some(match store.get(name) {
-        Ok(Some(tokens)) => match tokens.expires_at {
-            Some(at) if at <= now() && tokens.refresh_token.is_none() => "login expired".to_owned(),
-            Some(at) if at > now() => {
-                format!("logged in, expires in {} min", (at - now()) / 60)
-            }
+        Ok(Some(tokens)) => match tokens.expires_in() {
+            Some(0) if tokens.refresh_token.is_none() => "login expired".to_owned(),
+            Some(left) if left > 0 => format!("logged in, expires in {} min", left / 60),
             _ => "logged in".to_owned(),
         },
         Ok(None) => "not logged in".to_owned(),
         Err(_) => "login unreadable".to_owned(),
     })
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

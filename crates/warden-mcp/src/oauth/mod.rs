@@ -100,6 +100,11 @@ impl Tokens {
         reqwest::Url::parse(url).is_ok_and(|server| discovery::covers(&self.resource, &server))
     }
 
+    /// Seconds until it expires (0 once it has); `None` when the server did not say.
+    pub fn expires_in(&self) -> Option<u64> {
+        self.expires_at.map(|at| at.saturating_sub(now()))
+    }
+
     /// Whether it has expired, or will within a minute.
     pub fn expiring(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= now() + 60)
