@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::process::{Child, Command};
 
 use crate::handler::{Handler, Watched};
-use crate::messages::{keep_tail, stderr_note, with_causes};
+use crate::messages::{failure, keep_tail, stderr_note};
 use crate::result::CallOutcome;
 use crate::{Launch, McpError, McpTool};
 
@@ -265,12 +265,7 @@ impl Server {
         let service = match started {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
-                return Err(McpError::Protocol {
-                    server: launch.name.clone(),
-                    what: "initialize".to_owned(),
-                    message: with_causes(&error),
-                    stderr: tail(&stderr),
-                });
+                return Err(failure(&launch.name, "initialize", &error, tail(&stderr)));
             }
             Err(_) => {
                 return Err(McpError::Timeout {
@@ -381,12 +376,12 @@ impl Server {
         let result = match answered {
             Some(Ok(result)) => result,
             Some(Err(error)) => {
-                return Err(McpError::Protocol {
-                    server: self.launch.name.clone(),
-                    what: "tools/call".to_owned(),
-                    message: with_causes(&error),
-                    stderr: stderr_note(&self.stderr),
-                });
+                return Err(failure(
+                    &self.launch.name,
+                    "tools/call",
+                    &error,
+                    stderr_note(&self.stderr),
+                ));
             }
             None => {
                 return Err(McpError::Timeout {
@@ -489,12 +484,12 @@ impl Server {
             .block_on(async { tokio::time::timeout(limit, request).await })
         {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(McpError::Protocol {
-                server: self.launch.name.clone(),
-                what: what.to_owned(),
-                message: with_causes(&error),
-                stderr: stderr_note(&self.stderr),
-            }),
+            Ok(Err(error)) => Err(failure(
+                &self.launch.name,
+                what,
+                &error,
+                stderr_note(&self.stderr),
+            )),
             Err(_) => Err(McpError::Timeout {
                 server: self.launch.name.clone(),
                 what: what.to_owned(),

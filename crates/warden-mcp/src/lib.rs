@@ -157,6 +157,23 @@ pub enum McpError {
         message: String,
         stderr: String,
     },
+    /// A server at a url refused the request (`401`): it asks for a login, or its token expired
+    /// or was revoked. `challenge` is its `WWW-Authenticate`.
+    #[error("MCP server {server}: {what} refused: it asks for a login ({challenge})")]
+    LoginNeeded {
+        server: String,
+        what: String,
+        challenge: String,
+    },
+    /// A server at a url refused the request for a scope the token lacks (`403
+    /// insufficient_scope`); `scope` is the one it names.
+    #[error("MCP server {server}: {what} refused: the login lacks a scope ({challenge})")]
+    MoreScope {
+        server: String,
+        what: String,
+        challenge: String,
+        scope: Option<String>,
+    },
     #[error("MCP server {server} has no tool {tool:?}")]
     NoTool { server: String, tool: String },
     #[error("MCP server {server}: {message}")]

@@ -3,6 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use crate::McpError;
+
 use tokio::io::AsyncReadExt;
 
 /// The end of a server's standard error kept for messages.
@@ -28,6 +32,52 @@ pub(crate) fn keep_tail(
             }
         }
     });
+}
+
+/// What `error` of `what` (a request to the server `server`) was: a refusal the login can
+/// answer (found among its causes), else a protocol failure with its causes and `stderr`.
+pub(crate) fn failure(
+    server: &str,
+    what: &str,
+    error: &(dyn std::error::Error + 'static),
+    stderr: String,
+) -> McpError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(inner) = cause {
+        match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(refusal)) => {
+                return McpError::LoginNeeded {
+                    server: server.to_owned(),
+                    what: what.to_owned(),
+                    challenge: refusal.www_authenticate_header.clone(),
+                };
+            }
+            Some(StreamableHttpError::InsufficientScope(refusal)) => {
+                return McpError::MoreScope {
+                    server: server.to_owned(),
+                    what: what.to_owned(),
+                    challenge: refusal.www_authenticate_header.clone(),
+                    scope: refusal.required_scope.clone(),
+                };
+            }
+            _ => {
+                // The SDK's failed `initialize` holds its transport's error without naming it
+                // as the cause.
+                cause = match inner.downcast_ref::<rmcp::service::ClientInitializeError>() {
+                    Some(rmcp::service::ClientInitializeError::TransportError {
+                        error, ..
+                    }) => Some(error),
+                    _ => inner.source(),
+                };
+            }
+        }
+    }
+    McpError::Protocol {
+        server: server.to_owned(),
+        what: what.to_owned(),
+        message: with_causes(error),
+        stderr,
+    }
 }
 
 /// `error` and what caused it, each once: a transport's failure says little on its own

@@ -475,11 +475,10 @@ fn bearer(ctx: &ToolContext, name: &str, url: &str, problems: &mut Vec<String>) 
 
 /// A server that asks for a login says how to give it one.
 fn login_hint(name: &str, error: McpError) -> McpError {
-    let text = error.to_string();
-    if text.contains("Auth required") || text.contains("authorization required") {
+    if let McpError::LoginNeeded { challenge, .. } = &error {
         return McpError::Settings {
             server: name.to_owned(),
-            message: format!("it asks for a login: run `warden mcp login {name}` ({text})"),
+            message: format!("it asks for a login: run `warden mcp login {name}` ({challenge})"),
         };
     }
     error

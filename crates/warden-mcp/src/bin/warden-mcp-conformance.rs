@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::json;
-use warden_mcp::{Answer, Asker, Launch, Server};
+use warden_mcp::{Answer, Asker, Launch, McpError, Server};
 
 fn main() -> ExitCode {
     let Some(url) = std::env::args().nth(1) else {
@@ -32,7 +32,7 @@ fn run(url: &str, scenario: &str) -> Result<(), String> {
     if scenario.starts_with("auth/") {
         return authorized(url);
     }
-    session(url, None, scenario)
+    session(url, None, scenario).map_err(|e| e.to_string())
 }
 
 /// The most logins one run makes: a server that keeps asking for more is not followed further.
@@ -51,29 +51,20 @@ fn authorized(url: &str) -> Result<(), String> {
         let Err(error) = session(url, bearer.clone(), "auth") else {
             return Ok(());
         };
-        let Some(challenge) = challenge_in(&error) else {
-            return Err(error);
+        let (McpError::LoginNeeded { challenge, .. } | McpError::MoreScope { challenge, .. }) =
+            &error
+        else {
+            return Err(error.to_string());
         };
         if logins >= MOST_LOGINS {
             return Err(format!("still refused after {logins} logins: {error}"));
         }
-        bearer = Some(log_in(url, Some(&challenge)).map_err(|e| e.to_string())?);
+        bearer = Some(log_in(url, Some(challenge)).map_err(|e| e.to_string())?);
         logins += 1;
     }
 }
 
-/// The `WWW-Authenticate` challenge a refusal carries, if it carries one.
-fn challenge_in(error: &str) -> Option<String> {
-    ["insufficient scope: ", "authorization required: "]
-        .iter()
-        .find_map(|marker| {
-            error
-                .rfind(marker)
-                .map(|at| error[at + marker.len()..].to_owned())
-        })
-}
-
-fn session(url: &str, bearer: Option<String>, scenario: &str) -> Result<(), String> {
+fn session(url: &str, bearer: Option<String>, scenario: &str) -> Result<(), McpError> {
     let launch = Launch {
         bearer,
         // A person who leaves every field alone: the form's defaults are the answer.
@@ -82,8 +73,8 @@ fn session(url: &str, bearer: Option<String>, scenario: &str) -> Result<(), Stri
         tool_timeout: Duration::from_secs(20),
         ..Launch::http("conformance", url)
     };
-    let server = Server::start(launch).map_err(|e| e.to_string())?;
-    let tools = server.tools().map_err(|e| e.to_string())?;
+    let server = Server::start(launch)?;
+    let tools = server.tools()?;
     println!("{}: {} tools", server.info().name, tools.len());
     let call = match scenario {
         "tools_call" => Some(("add_numbers", json!({"a": 2, "b": 3}))),
@@ -95,10 +86,15 @@ fn session(url: &str, bearer: Option<String>, scenario: &str) -> Result<(), Stri
         _ => None,
     };
     if let Some((tool, arguments)) = call {
-        let outcome = server.call(tool, arguments).map_err(|e| e.to_string())?;
+        let outcome = server.call(tool, arguments)?;
         println!("{tool}: {}", outcome.text);
         if outcome.is_error {
-            return Err(format!("{tool} answered with an error: {}", outcome.text));
+            return Err(McpError::Protocol {
+                server: "conformance".to_owned(),
+                what: tool.to_owned(),
+                message: format!("it answered with an error: {}", outcome.text),
+                stderr: String::new(),
+            });
         }
     }
     Ok(())

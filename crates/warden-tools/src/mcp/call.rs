@@ -62,12 +62,10 @@ impl DynamicTool for McpCall {
         if let Err(error) = &outcome {
             // A token that expired during the session is renewed, and the call made again;
             // one that lacks a scope is a step-up, when a person can log in again.
-            let again = if refused(error) {
-                self.renew(ctx)
-            } else if let Some(challenge) = insufficient(error) {
-                self.step_up(ctx, &challenge)
-            } else {
-                false
+            let again = match error {
+                McpError::LoginNeeded { .. } => self.renew(ctx),
+                McpError::MoreScope { challenge, .. } => self.step_up(ctx, challenge),
+                _ => false,
             };
             if again {
                 outcome = self.running.call(&self.tool, args);
@@ -80,11 +78,9 @@ impl DynamicTool for McpCall {
                 McpError::NoTool { .. } => ToolErrorKind::UnknownTool,
                 _ => ToolErrorKind::Unavailable,
             };
-            let text = error.to_string();
             // A server at a url that wants more scope than the login gave names it: a person
             // can log in again asking for it.
-            if let Some(at) = text.rfind("insufficient scope: ") {
-                let scope = warden_mcp::oauth::challenge_scope(&text[at + 20..]);
+            if let McpError::MoreScope { scope, .. } = &error {
                 return ToolError::new(
                     ToolErrorKind::Unavailable,
                     format!(
@@ -97,11 +93,14 @@ impl DynamicTool for McpCall {
                             .map(|s| format!(" ({s})"))
                             .unwrap_or_default(),
                         self.server,
-                        scope.map(|s| format!(" --scope '{s}'")).unwrap_or_default()
+                        scope
+                            .as_deref()
+                            .map(|s| format!(" --scope '{s}'"))
+                            .unwrap_or_default()
                     ),
                 );
             }
-            ToolError::new(kind, text)
+            ToolError::new(kind, error.to_string())
         })?;
         if outcome.is_error {
             return Err(ToolError::new(
@@ -143,13 +142,6 @@ impl DynamicTool for McpCall {
 
 /// The most times a person is asked to log in again to one server in a session.
 const MOST_STEP_UPS: usize = 3;
-
-/// The challenge of a refusal for a missing scope (a `403 insufficient_scope`).
-fn insufficient(error: &McpError) -> Option<String> {
-    let text = error.to_string();
-    let at = text.rfind("insufficient scope: ")?;
-    Some(text[at + "insufficient scope: ".len()..].to_owned())
-}
 
 impl McpCall {
     /// A person logs in again asking for what `challenge` names, and the server's session is
@@ -236,12 +228,6 @@ impl McpCall {
             Err(_) => false,
         }
     }
-}
-
-/// Whether a server at a url refused the token (`401`): expired, or revoked.
-fn refused(error: &McpError) -> bool {
-    let text = error.to_string();
-    text.contains("Auth required") || text.contains("authorization required")
 }
 
 /// Why `value` does not match `schema`, if it does not (a schema that does not compile: said).
