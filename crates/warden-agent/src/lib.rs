@@ -24,6 +24,7 @@ mod turn;
 
 pub use agent::{Agent, AgentError, Compacted, Interrupt, Status};
 pub use approve::{Answer, Approver, Question, Terminal};
+pub use asking::{Asking, remembered};
 pub use builder::{AgentBuilder, MAX_OUTPUT_TOKENS};
 pub use context::{context, window};
 pub use output::{Quiet, Sink};

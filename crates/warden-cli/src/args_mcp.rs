@@ -72,8 +72,9 @@ pub enum McpCommand {
         #[arg(long, value_name = "SCOPE")]
         scope: Option<String>,
     },
-    /// Serve warden's own tools to another agent over MCP (standard input and output): each
-    /// call through warden's policy, sandbox and trace, one session per connection.
+    /// Serve warden's own tools to another agent over MCP (standard input and output, or
+    /// `--http`): each call through warden's policy, approvals, sandbox and trace, one session
+    /// per connection.
     Serve {
         /// What to answer when the policy asks for approval and the client cannot ask its user:
         /// deny (default) or allow. Never overrides a deny or widens the sandbox.
@@ -82,6 +83,11 @@ pub enum McpCommand {
         /// The permission mode: plan, default, accept-edits, auto or bypass.
         #[arg(long)]
         mode: Option<String>,
+        /// Serve streamable HTTP on this loopback address (127.0.0.1:PORT; port 0 picks one)
+        /// instead of standard input and output. Every request needs the token printed at start
+        /// (or the one in `WARDEN_MCP_TOKEN`).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
     },
     /// Forget a server's login. Exit 1 when there was none.
     Logout {

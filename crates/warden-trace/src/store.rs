@@ -36,6 +36,10 @@ pub struct SessionSummary {
     pub denied: u64,
     /// Events whose status is `error`.
     pub errors: u64,
+    /// The MCP client whose connection the session is (`warden mcp serve`): its name, version
+    /// and protocol revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<serde_json::Value>,
 }
 
 /// Creates the session on its first event; later events only look it up, so they write no page
@@ -51,7 +55,9 @@ const INSERT_EVENT: &str = "INSERT INTO tool_events (session_id, seq, tool, argu
 const SESSIONS: &str = "SELECT s.id, count(*), \
        (SELECT timestamp FROM tool_events f WHERE f.session_id = s.id ORDER BY seq LIMIT 1), \
        (SELECT timestamp FROM tool_events l WHERE l.session_id = s.id ORDER BY seq DESC LIMIT 1), \
-       coalesce(sum(e.status = 'denied'), 0), coalesce(sum(e.status = 'error'), 0) \
+       coalesce(sum(e.status = 'denied'), 0), coalesce(sum(e.status = 'error'), 0), \
+       (SELECT data FROM agent_events c WHERE c.session_id = s.id AND c.kind = 'mcp_client' \
+        ORDER BY c.id LIMIT 1) \
      FROM sessions s JOIN tool_events e ON e.session_id = s.id \
      GROUP BY s.id ORDER BY s.started_ms DESC, s.id DESC";
 
@@ -184,12 +190,13 @@ impl TraceStore {
                     row.get::<_, String>(3)?,
                     row.get::<_, i64>(4)?,
                     row.get::<_, i64>(5)?,
+                    row.get::<_, Option<String>>(6)?,
                 ))
             })
             .map_err(|source| self.sqlite(source))?;
         let mut sessions = Vec::new();
         for row in rows {
-            let (id, events, first_timestamp, last_timestamp, denied, errors) =
+            let (id, events, first_timestamp, last_timestamp, denied, errors, client) =
                 row.map_err(|source| self.sqlite(source))?;
             let bad = |reason: String| TraceError::BadRow {
                 path: self.path.clone(),
@@ -205,6 +212,7 @@ impl TraceStore {
                 last_timestamp,
                 denied: count(denied)?,
                 errors: count(errors)?,
+                client: client.and_then(|c| serde_json::from_str(&c).ok()),
             });
         }
         Ok(sessions)

@@ -33,8 +33,13 @@ pub(super) fn run(dir: Option<PathBuf>, command: McpCommand) -> Result<Exit, Cli
             scope,
         } => super::mcp_login::login(dir, &server, no_browser || paste, paste, scope.as_deref()),
         McpCommand::Logout { server } => super::mcp_login::logout(dir, &server),
-        McpCommand::Serve { on_ask, mode } => {
-            super::mcp_serve::serve(dir, &on_ask, mode.as_deref())
+        McpCommand::Serve { on_ask, mode, http } => {
+            super::mcp_serve::serve(&super::mcp_serve::Options {
+                dir,
+                on_ask: &on_ask,
+                mode: mode.as_deref(),
+                http,
+            })
         }
         McpCommand::Import { file, yes } => import(dir, file, yes),
     }

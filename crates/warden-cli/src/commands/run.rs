@@ -346,7 +346,7 @@ fn start(
 
 /// What is redacted before the model sees it: the environment's secrets, and the tokens of the
 /// MCP servers logged in to (a server could echo its own back).
-fn shield(settings: &Settings) -> warden_context::Shield {
+pub(super) fn shield(settings: &Settings) -> warden_context::Shield {
     let mut secrets: Vec<(String, String)> = std::env::vars().collect();
     if let Some(data_dir) = settings.dirs.data_dir.as_deref() {
         let store = warden_mcp::oauth::store::TokenStore::new(data_dir);

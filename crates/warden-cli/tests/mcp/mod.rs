@@ -8,6 +8,7 @@ use std::path::PathBuf;
 mod hostile;
 mod login;
 mod serve;
+mod serve_http;
 mod servers;
 
 use crate::support::Project;

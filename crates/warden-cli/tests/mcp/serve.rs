@@ -1,9 +1,44 @@
 //! `warden mcp serve` spoken to by the MCP Python SDK's own client (`serve_client.py`, run with
-//! the peers' virtual environment): warden's tools listed, a call the policy allows run in the
-//! sandbox, one it asks about refused with the reason (`--on-ask deny`), one it denies refused,
-//! a write outside the workspace kept inside the sandbox; every call in the trace.
+//! the peers' virtual environment): warden's tools listed with their schemas as written, a call
+//! the policy allows run in the sandbox with its progress, one it asks about put to the client's
+//! user as a form (during the call before 2026-07-28, by a second request since) and answered
+//! each way, one it denies refused with what to do instead, a write outside the workspace kept
+//! inside the sandbox; every call in the trace, in a session per connection.
+
+use serde_json::{Value, json};
 
 use crate::support::{Project, sandbox_available};
+
+/// How the client connects: the SDK's protocol mode, and the URL of a server over HTTP.
+#[derive(Clone, Copy)]
+pub(super) struct Via<'a> {
+    pub(super) mode: &'a str,
+    pub(super) url: Option<&'a str>,
+}
+
+pub(super) const LEGACY: Via<'static> = Via {
+    mode: "legacy",
+    url: None,
+};
+
+/// What the client printed: the tools and their schemas, each call's result, each question.
+pub(super) struct Seen {
+    pub(super) out: String,
+    pub(super) tools: Value,
+    pub(super) calls: Vec<Value>,
+    pub(super) asked: Vec<Value>,
+}
+
+impl Seen {
+    /// Whether call `n` failed, and its text.
+    pub(super) fn call(&self, n: usize) -> (bool, &str) {
+        let call = &self.calls[n];
+        (
+            call["isError"].as_bool().unwrap(),
+            call["text"].as_str().unwrap(),
+        )
+    }
+}
 
 #[test]
 fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
@@ -17,99 +52,223 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
     p.write("notes.txt", "from the project\n");
     let outside = std::env::temp_dir().join(format!("warden-serve-probe-{}", std::process::id()));
     let _ = std::fs::remove_file(&outside);
-    let calls = serde_json::json!([
+    let calls = json!([
         ["readFile", {"path": "notes.txt"}],
         ["bash", {"command": "echo allowed and run"}],
         ["bash", {"command": "git push origin main"}],
         ["bash", {"command": "cat ~/.ssh/id_rsa"}],
     ]);
-    let client = |calls: &serde_json::Value, flags: &[&str], approve: Option<&str>| {
-        run_client(&p, &python, calls, flags, approve)
+    let client = |calls: &Value, flags: &[&str], approve: Option<&str>| {
+        run_client(&p, &python, calls, flags, approve, LEGACY)
     };
-    let (stdout, lines) = client(&calls, &[], None);
-    let tools: Vec<&str> = lines[0]["tools"]
+    let seen = client(&calls, &[], None);
+    let names: Vec<&str> = seen.tools["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
     assert!(
-        tools.contains(&"bash") && tools.contains(&"readFile"),
-        "{tools:?}"
+        names.contains(&"bash") && names.contains(&"readFile"),
+        "{names:?}"
     );
-    let result = |n: usize| (&lines[n]["isError"], lines[n]["text"].as_str().unwrap());
-    assert_eq!(result(1).0, false, "{stdout}");
-    assert!(result(1).1.contains("from the project"), "{stdout}");
-    assert_eq!(result(2).0, false, "{stdout}");
-    assert!(result(2).1.contains("allowed and run"), "{stdout}");
-    assert_eq!(result(3).0, true, "{stdout}");
-    assert!(result(3).1.contains("needs_approval"), "{stdout}");
-    assert_eq!(result(4).0, true, "{stdout}");
-    assert!(result(4).1.contains("policy_denied"), "{stdout}");
+    // Each schema as written, in the dialect it is written in (the keywords the conformance
+    // suite's json-schema-2020-12 scenario looks for).
+    for (name, schema) in seen.tools["schemas"].as_object().unwrap() {
+        assert_eq!(
+            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{name}"
+        );
+        assert_eq!(schema["additionalProperties"], false, "{name}: {schema}");
+    }
+    assert!(!seen.call(0).0, "{}", seen.out);
+    assert!(seen.call(0).1.contains("from the project"), "{}", seen.out);
+    assert!(!seen.call(1).0, "{}", seen.out);
+    assert!(seen.call(1).1.contains("allowed and run"), "{}", seen.out);
+    // Its steps, in order, before its result: checked, running, done.
+    let steps: Vec<(f64, &str)> = seen.calls[1]["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s[0].as_f64().unwrap(), s[1].as_str().unwrap()))
+        .collect();
+    assert!(steps.len() >= 3, "{steps:?}");
+    assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "{steps:?}");
+    assert_eq!(steps.last().unwrap().1, "done", "{steps:?}");
+    // Asked about, and no one to ask: refused, saying what would let it run.
+    assert!(seen.call(2).0, "{}", seen.out);
+    let asked = &seen.calls[2]["structured"];
+    assert_eq!(asked["error"]["kind"], "needs_approval", "{}", seen.out);
+    assert!(
+        asked["instead"]
+            .as_str()
+            .unwrap()
+            .contains("Bash(git push *)"),
+        "{asked}"
+    );
+    assert!(seen.call(3).0, "{}", seen.out);
+    assert_eq!(
+        seen.calls[3]["structured"]["error"]["kind"],
+        "policy_denied"
+    );
+    assert!(seen.call(3).1.contains("instead:"), "{}", seen.out);
     // Approved (--on-ask allow), a write outside the workspace runs, inside the sandbox: its
     // /tmp is its own, and nothing reaches the host's.
-    let write = serde_json::json!([
+    let write = json!([
         ["bash", {"command": format!("echo planted > {0} && cat {0}", outside.display())}],
     ]);
-    let (stdout, approved) = client(&write, &["--on-ask", "allow"], None);
-    assert_eq!(approved[1]["isError"], false, "{stdout}");
-    assert!(
-        approved[1]["text"].as_str().unwrap().contains("planted"),
-        "{stdout}"
-    );
-    assert!(!outside.exists(), "{stdout}");
-    // A client that takes forms is asked instead, its user's answer deciding.
-    let edit = serde_json::json!([["bash", {"command": "echo yes > answered.txt"}]]);
-    for (answer, made) in [("no", false), ("yes", true)] {
-        let (stdout, asked) = client(&edit, &[], Some(answer));
+    let seen = client(&write, &["--on-ask", "allow"], None);
+    assert!(!seen.call(0).0, "{}", seen.out);
+    assert!(seen.call(0).1.contains("planted"), "{}", seen.out);
+    assert!(!outside.exists(), "{}", seen.out);
+    assert_eq!(sessions(&p).len(), 2);
+}
+
+/// A client that takes forms is asked instead, its user's answer deciding: the form shows what
+/// the command would write and the rule an answer would remember.
+#[test]
+fn a_client_that_takes_forms_asks_its_user_and_the_session_is_one_like_any() {
+    let Some(python) = super::peer("venv/bin/python") else {
+        return;
+    };
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let client = |calls: &Value, flags: &[&str], approve: Option<&str>| {
+        run_client(&p, &python, calls, flags, approve, LEGACY)
+    };
+    let edit = json!([["bash", {"command": "echo yes > answered.txt"}]]);
+    for (answer, made) in [("deny", false), ("once", true)] {
+        let seen = client(&edit, &[], Some(answer));
+        let question = seen.asked[0]["asked"].as_str().unwrap();
         assert!(
-            asked[1]["asked"]
-                .as_str()
-                .unwrap()
-                .contains("warden asks before running bash"),
-            "{stdout}"
+            question.contains("warden asks before running bash"),
+            "{}",
+            seen.out
+        );
+        assert!(question.contains("writes: answered.txt"), "{question}");
+        assert_eq!(
+            seen.asked[0]["choices"],
+            json!(["once", "session", "always", "deny"]),
+            "{}",
+            seen.out
         );
         assert_eq!(
             p.root().join("answered.txt").exists(),
             made,
-            "{answer}: {stdout}"
+            "{answer}: {}",
+            seen.out
         );
+        if answer == "deny" {
+            // The user's own words reach the agent.
+            assert!(seen.call(0).1.contains("not on a Friday"), "{}", seen.out);
+        }
     }
     // The mode is the command line's: in accept-edits, an edit runs without asking.
-    let quiet = serde_json::json!([
+    let quiet = json!([
         ["bash", {"command": "echo mode > by-mode.txt"}],
         ["writeFile", {"path": "undo-me.txt", "content": "made by a client"}],
     ]);
-    let (stdout, _) = client(&quiet, &["--mode", "accept-edits"], None);
-    assert!(p.root().join("by-mode.txt").exists(), "{stdout}");
-    assert!(p.root().join("undo-me.txt").exists(), "{stdout}");
+    let seen = client(&quiet, &["--mode", "accept-edits"], None);
+    assert!(p.root().join("by-mode.txt").exists(), "{}", seen.out);
+    assert!(p.root().join("undo-me.txt").exists(), "{}", seen.out);
     // The connection's session is a session like any: `warden undo` puts its edits back.
     let undone = p.run(&["undo"]);
     assert_eq!(undone.code, 0, "{}{}", undone.stdout, undone.stderr);
     assert!(!p.root().join("undo-me.txt").exists(), "{}", undone.stdout);
-    // Every call is in the trace, in the session of the connection, which names its client.
-    let seen = tools_in_trace(&p);
-    assert_eq!(seen.iter().filter(|t| *t == "bash").count(), 7, "{seen:?}");
-    assert!(seen.iter().any(|t| t == "readFile"), "{seen:?}");
+    // Every call is in the trace, in the session of its connection, which names its client.
+    let sessions = sessions(&p);
+    assert_eq!(sessions.len(), 3, "{sessions:?}");
+    let tools: Vec<&str> = sessions
+        .iter()
+        .flat_map(|events| events.iter().filter_map(|e| e["tool"].as_str()))
+        .collect();
+    assert_eq!(
+        tools.iter().filter(|t| **t == "bash").count(),
+        3,
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"writeFile"), "{tools:?}");
+    // Each listed with the client it served (the Python SDK's).
+    let listed = p.run(&["trace", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&listed.stdout).unwrap();
+    for session in &listed {
+        assert_eq!(session["client"]["name"], "mcp", "{session}");
+        assert!(session["client"]["version"].is_string(), "{session}");
+    }
 }
 
-/// The Python SDK's client speaking to `warden mcp serve` (with `flags`) in `p`'s environment,
-/// making `calls`, answering warden's questions with `approve` when given: its output, and its
-/// lines as JSON.
-fn run_client(
+/// Since 2026-07-28 a request stands alone: warden's question comes back as the call's result
+/// (input required), and the client calls again with its user's answer, which applies to that
+/// one call only; an answer for the connection holds for its next calls.
+#[test]
+fn a_stateless_client_answers_by_calling_again() {
+    let Some(python) = super::peer("venv/bin/python") else {
+        return;
+    };
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let modern = Via {
+        mode: "2026-07-28",
+        url: None,
+    };
+    let edit = json!([["bash", {"command": "echo yes > answered.txt"}]]);
+    for (answer, made) in [("deny", false), ("once", true)] {
+        let seen = run_client(&p, &python, &edit, &[], Some(answer), modern);
+        assert_eq!(seen.asked.len(), 1, "{}", seen.out);
+        assert_eq!(
+            p.root().join("answered.txt").exists(),
+            made,
+            "{answer}: {}",
+            seen.out
+        );
+    }
+    // Allowed for the connection (the rule `Bash(git push *)`), the same kind of command is not
+    // asked about again; it runs (and fails: the project has no remote).
+    let twice = json!([
+        ["bash", {"command": "git push origin main"}],
+        ["bash", {"command": "git push origin other"}],
+    ]);
+    let seen = run_client(&p, &python, &twice, &[], Some("session"), modern);
+    assert_eq!(seen.asked.len(), 1, "{}", seen.out);
+    for n in 0..2 {
+        assert!(seen.call(n).1.contains("exitCode"), "{}", seen.out);
+    }
+    // A new connection starts without it.
+    let seen = run_client(&p, &python, &twice, &[], Some("deny"), modern);
+    assert_eq!(seen.asked.len(), 2, "{}", seen.out);
+    // Without forms, `--on-ask` answers.
+    let seen = run_client(&p, &python, &edit, &[], None, modern);
+    assert!(seen.asked.is_empty(), "{}", seen.out);
+    assert_eq!(
+        seen.calls[0]["structured"]["error"]["kind"],
+        "needs_approval"
+    );
+}
+
+/// The Python SDK's client speaking to `warden mcp serve` (with `flags`, unless `via` names a
+/// server already serving over HTTP) in `p`'s environment, making `calls`, answering warden's
+/// questions with `approve` when given.
+pub(super) fn run_client(
     p: &Project,
     python: &std::path::Path,
-    calls: &serde_json::Value,
+    calls: &Value,
     flags: &[&str],
     approve: Option<&str>,
-) -> (String, Vec<serde_json::Value>) {
+    via: Via<'_>,
+) -> Seen {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/serve_client.py");
     let mut command = std::process::Command::new(python);
     command
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_warden"))
         .arg(calls.to_string())
-        .arg(serde_json::json!(flags).to_string())
+        .arg(json!(flags).to_string())
+        .arg(via.mode)
+        .args(via.url)
         .current_dir(p.root());
     // The project's environment (its home and settings), as `warden` would have it.
     for (key, value) in p.command().get_envs() {
@@ -128,30 +287,33 @@ fn run_client(
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines = stdout
+    let mut lines: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    (stdout, lines)
+    let tools = lines.remove(0);
+    let (calls, asked) = lines.into_iter().partition(|l| l.get("tool").is_some());
+    Seen {
+        out: stdout,
+        tools,
+        calls,
+        asked,
+    }
 }
 
-/// The tools of every call in every session of `p`'s trace.
-fn tools_in_trace(p: &Project) -> Vec<String> {
-    let sessions = p.run(&["trace", "list", "--json"]);
-    let sessions: Vec<serde_json::Value> = serde_json::from_str(&sessions.stdout).unwrap();
-    let mut seen = Vec::new();
-    for session in &sessions {
-        let id = session["sessionId"]
-            .as_str()
-            .or(session["id"].as_str())
-            .unwrap();
-        let shown = p.run(&["trace", "show", id, "--json"]);
-        let events: Vec<serde_json::Value> = serde_json::from_str(&shown.stdout).unwrap();
-        seen.extend(
-            events
-                .iter()
-                .filter_map(|e| e["tool"].as_str().map(str::to_owned)),
-        );
-    }
-    seen
+/// The events of every session of `p`'s trace.
+pub(super) fn sessions(p: &Project) -> Vec<Vec<Value>> {
+    let listed = p.run(&["trace", "list", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&listed.stdout).unwrap();
+    listed
+        .iter()
+        .map(|session| {
+            let id = session["sessionId"]
+                .as_str()
+                .or(session["id"].as_str())
+                .unwrap();
+            let shown = p.run(&["trace", "show", id, "--json"]);
+            serde_json::from_str(&shown.stdout).unwrap()
+        })
+        .collect()
 }
