@@ -81,6 +81,11 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
         );
         assert_eq!(schema["additionalProperties"], false, "{name}: {schema}");
     }
+    assert!(
+        seen.tools["schemas"]["glob"]["$defs"]["GlobSort"].is_object(),
+        "{}",
+        seen.tools
+    );
     assert!(!seen.call(0).0, "{}", seen.out);
     assert!(seen.call(0).1.contains("from the project"), "{}", seen.out);
     assert!(!seen.call(1).0, "{}", seen.out);
