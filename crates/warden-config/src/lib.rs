@@ -45,9 +45,9 @@ pub use remember::{
 pub use resolve::resolve_org;
 pub use settings::{
     Budgets, Context, ContextShares, DEFAULT_UNPRIVILEGED_ID, GlobTool, GrepTool, HOME_SECRETS,
-    HttpTransport, ManifestRuns, Mcp, McpServer, Model, Org, OrgManifest, Permissions, Price,
-    Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem, SandboxLimits, SandboxNetwork,
-    Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
+    Hook, HookEvent, HookOnError, Hooks, HttpTransport, ManifestRuns, Mcp, McpServer, Model, Org,
+    OrgManifest, Permissions, Price, Provider, ReadTool, Sandbox, SandboxEnv, SandboxFilesystem,
+    SandboxLimits, SandboxNetwork, Settings, SettingsSource, Skills, Tools, WardenDirs, WriteTool,
 };
 pub use state::data_dir;
 pub use trust::{

@@ -5,6 +5,7 @@
 //! flags, e.g. `permissions.mode`. The doc comments here are the settings reference: they become
 //! the JSON schema and `docs/settings.md`.
 
+mod hooks;
 mod mcp;
 mod tables;
 
@@ -18,6 +19,7 @@ use crate::kinds::{
 };
 use crate::merge::merge_struct;
 
+pub use hooks::{RawHook, RawHooks};
 pub use mcp::{RawMcp, RawMcpServer};
 pub use tables::{
     RawBudgets, RawContext, RawContextShares, RawGlobTool, RawGrepTool, RawManifest, RawModel,
@@ -57,6 +59,8 @@ pub struct RawSettings {
     pub manifest: Option<RawManifest>,
     /// MCP servers whose tools are offered as `mcp__SERVER__TOOL`.
     pub mcp: Option<RawMcp>,
+    /// Commands run at points of a session (`[[hooks.PreToolUse]]`…), as Claude Code's hooks.
+    pub hooks: Option<RawHooks>,
     /// Organisation limits. Only allowed in the managed file, `/etc/warden/managed.toml`.
     pub org: Option<RawOrg>,
 }
@@ -72,6 +76,7 @@ merge_struct!(RawSettings {
     skills,
     manifest,
     mcp,
+    hooks,
     org,
 });
 

@@ -301,6 +301,9 @@ pub struct RawOrg {
     pub allowed_modes: Option<Vec<PermissionMode>>,
     /// What run manifests must carry and may ask for.
     pub manifest: Option<RawOrgManifest>,
+    /// Run only the hooks the managed file itself sets; every other layer's are dropped.
+    /// Default `false`.
+    pub managed_hooks_only: Option<bool>,
 }
 
 merge_struct!(RawOrg {
@@ -308,6 +311,7 @@ merge_struct!(RawOrg {
     require_sandbox,
     allowed_modes,
     manifest,
+    managed_hooks_only,
 });
 
 /// `[org.manifest]`: requirements on run manifests.

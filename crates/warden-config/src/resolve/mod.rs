@@ -1,6 +1,7 @@
 //! From merged [`RawSettings`] to complete [`Settings`]: defaults filled in, every raw field
 //! destructured (so a new field does not compile until it is handled here), then validated.
 
+mod hooks;
 mod mcp;
 #[cfg(test)]
 mod tests;
@@ -52,11 +53,37 @@ pub(crate) fn resolve(
     extras: Extras,
 ) -> Result<Settings, ConfigError> {
     let mut merged = RawSettings::default();
-    for (_, raw) in layers {
-        merged.merge(raw.clone());
+    for (origin, raw) in layers {
+        let mut raw = raw.clone();
+        // Each hook keeps the file it came from: `warden hooks list` shows it, and managed
+        // settings may keep only their own.
+        if let (Some(hooks), Origin::File(path)) = (raw.hooks.as_mut(), origin) {
+            for (_, list) in hooks.events_mut() {
+                for hook in list.iter_mut().flatten() {
+                    hook.source = Some(path.clone());
+                }
+            }
+        }
+        merged.merge(raw);
     }
     let blame = Blame::new(layers);
-    let settings = build(merged, place, extras, &blame)?;
+    let mut settings = build(merged, place, extras, &blame)?;
+    if settings.org.managed_hooks_only {
+        let managed: Vec<&std::path::PathBuf> = settings
+            .sources
+            .iter()
+            .filter(|s| s.layer == crate::settings::Layer::Managed)
+            .map(|s| &s.path)
+            .collect();
+        let kept = settings
+            .hooks
+            .hooks
+            .iter()
+            .filter(|h| h.source.as_ref().is_some_and(|p| managed.contains(&p)))
+            .cloned()
+            .collect();
+        settings.hooks.hooks = kept;
+    }
     validate::validate(&settings, &blame)?;
     Ok(settings)
 }
@@ -78,6 +105,7 @@ fn build(
         skills,
         manifest,
         mcp,
+        hooks,
         org,
     } = raw;
     let Place {
@@ -111,6 +139,7 @@ fn build(
         skills: build_skills(skills.unwrap_or_default()),
         manifest: build_manifest(manifest.unwrap_or_default()),
         mcp: mcp::build(mcp.unwrap_or_default(), &project_root_for_mcp, blame)?,
+        hooks: hooks::build(hooks, blame)?,
         org: build_org(org.unwrap_or_default()),
     })
 }
@@ -420,6 +449,7 @@ fn build_org(raw: RawOrg) -> Org {
         require_sandbox,
         allowed_modes,
         manifest,
+        managed_hooks_only,
     } = raw;
     let od = Org::default();
     let d = od.manifest;
@@ -440,6 +470,7 @@ fn build_org(raw: RawOrg) -> Org {
         disable_bypass_mode: disable_bypass_mode.unwrap_or(od.disable_bypass_mode),
         require_sandbox: require_sandbox.unwrap_or(od.require_sandbox),
         allowed_modes: list(allowed_modes),
+        managed_hooks_only: managed_hooks_only.unwrap_or(od.managed_hooks_only),
         manifest: OrgManifest {
             require_purpose: require_purpose.unwrap_or(d.require_purpose),
             require_owner: require_owner.unwrap_or(d.require_owner),

@@ -3,6 +3,7 @@
 //! These are the types other crates code against. Defaults live in the `Default` impls here and
 //! in [`tables`]; `resolve` falls back to them, so the reference docs and the loader agree.
 
+mod hooks;
 mod mcp;
 mod tables;
 #[cfg(test)]
@@ -17,6 +18,7 @@ pub(crate) use crate::kinds::{
     Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, RiskName, RootIdentity,
 };
 
+pub use hooks::{Hook, HookEvent, HookOnError, Hooks};
 pub use mcp::{HttpTransport, Mcp, McpServer};
 pub use tables::{
     Budgets, Context, ContextShares, GlobTool, GrepTool, ManifestRuns, Model, Org, OrgManifest,
@@ -72,6 +74,8 @@ pub struct Settings {
     pub manifest: ManifestRuns,
     /// `[mcp]`.
     pub mcp: Mcp,
+    /// `[hooks]`.
+    pub hooks: Hooks,
     /// `[org]`, only ever set by the managed file.
     pub org: Org,
 }
@@ -95,6 +99,7 @@ impl Settings {
             skills: Skills::default(),
             manifest: ManifestRuns::default(),
             mcp: Mcp::default(),
+            hooks: Hooks::default(),
             org: Org::default(),
         }
     }

@@ -299,6 +299,8 @@ pub struct Org {
     pub allowed_modes: Vec<PermissionMode>,
     /// `[org.manifest]`.
     pub manifest: OrgManifest,
+    /// Default `false`.
+    pub managed_hooks_only: bool,
 }
 
 impl Org {

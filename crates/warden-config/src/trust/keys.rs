@@ -25,6 +25,7 @@ gate_table!(RawSettings => Settings {
     skills: Table = "skills",
     manifest: Table = "manifest runs",
     mcp: Table = "MCP servers",
+    hooks: Ignored = "a hook: a command warden runs as you at points of a session",
     org: ManagedOnly = "the organisation's limits",
 });
 

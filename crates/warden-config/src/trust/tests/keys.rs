@@ -20,13 +20,14 @@ fn at<'v>(value: &'v Value, key: &str) -> &'v Value {
     key.split('.').fold(value, |v, k| &v[k])
 }
 
-/// Whether `actual` holds what `wanted` sets: every entry of a list, every key of a table.
+/// Whether `actual` holds what `wanted` sets: every entry of a list (an entry holding at least
+/// what the wanted one sets), every key of a table.
 fn holds(actual: &Value, wanted: &Value) -> bool {
     match wanted {
         Value::Array(items) => items.iter().all(|item| {
             actual
                 .as_array()
-                .is_some_and(|list| list.iter().any(|a| a == item))
+                .is_some_and(|list| list.iter().any(|a| holds(a, item)))
         }),
         Value::Object(map) => map.iter().all(|(k, v)| holds(&actual[k], v)),
         other => actual == other,
