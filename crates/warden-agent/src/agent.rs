@@ -147,6 +147,12 @@ pub struct Agent<'a> {
     pub(crate) skills: Option<&'a warden_skills::Registry>,
     /// The session's MCP servers: a tool one adds is offered once a person approves it.
     pub(crate) mcp: Option<&'a warden_tools::McpServers>,
+    /// The hooks of the settings (`[[hooks.EVENT]]`).
+    pub(crate) hooks: warden_hooks::HookRunner,
+    /// What hooks said about a call before it ran, for its result, by call id.
+    pub(crate) hook_notes: std::collections::HashMap<String, Vec<String>>,
+    /// How many times in a row `Stop` hooks sent the model back to work.
+    pub(crate) stop_blocks: u32,
 }
 
 impl Agent<'_> {

@@ -246,6 +246,9 @@ impl<'a> AgentBuilder<'a> {
                 .shield
                 .unwrap_or_else(|| warden_context::Shield::from_env(std::env::vars())),
             skills: self.skills,
+            hooks: warden_hooks::HookRunner::new(&settings.hooks, &settings.project_root),
+            hook_notes: std::collections::HashMap::new(),
+            stop_blocks: 0,
         })
     }
 }

@@ -100,7 +100,17 @@ impl Agent<'_> {
             return Ok(Prepared::Answered(call.clone(), Ok(answer)));
         }
         let mut checked = match args {
-            Ok(args) => runner.check(&call.name, args),
+            Ok(args) => {
+                let (args, hooked) = self.pre_tool_use(call, args);
+                if let Some(why) = &hooked.stop {
+                    return Err(Flow::End(Status::Error(format!(
+                        "a PreToolUse hook stopped the run: {why}"
+                    ))));
+                }
+                let mut checked = runner.check(&call.name, args);
+                self.narrow(&mut checked, &hooked);
+                checked
+            }
             Err(why) => {
                 let mut checked = runner.check(&call.name, Value::Null);
                 checked.invalid = Some(ToolError::new(ToolErrorKind::InvalidArguments, why));
@@ -119,7 +129,7 @@ impl Agent<'_> {
             layer: d.layer,
             rule: d.rule.clone(),
         });
-        if checked.needs_approval() {
+        if checked.needs_approval() && !self.permission_hooks(runner, call, &mut checked)? {
             self.approve(&mut checked, new_rules);
         }
         Ok(Prepared::Checked(call.clone(), Box::new(checked)))
@@ -238,6 +248,9 @@ impl Agent<'_> {
         let mut error = None;
         // What a command printed, for the person watching (the model gets the whole result).
         let mut printed = None;
+        // What hooks tell the model about the call besides its result.
+        let mut notes = Vec::new();
+        let mut stopped = None;
         let (call, content, status, is_error) = match (prepared, result) {
             (Prepared::Answered(call, answer), _) => match answer {
                 Ok(value) => (call, value.to_string(), CallStatus::Ok, false),
@@ -282,6 +295,7 @@ impl Agent<'_> {
                     (None, None) => "{}".to_owned(),
                 };
                 let is_error = error.is_some();
+                (notes, stopped) = self.post_tool_use(call, checked, &result);
                 (call, content, CallStatus::from(result.status), is_error)
             }
         };
@@ -293,7 +307,12 @@ impl Agent<'_> {
                     call.name,
                     warden_protocol::short(&checked.args.to_string(), 160)
                 );
-                self.shield.wrap(&source, &cap_output(content, cap))
+                let mut content = self.shield.wrap(&source, &cap_output(content, cap));
+                for note in &notes {
+                    content.push('\n');
+                    content.push_str(note);
+                }
+                content
             }
             Prepared::Answered(..) => cap_output(content, cap),
         };
@@ -315,7 +334,18 @@ impl Agent<'_> {
         });
         state.pending.retain(|id| *id != call.id);
         self.save(state, "running")
-            .map_err(|why| Flow::End(Status::Error(why.to_string())))
+            .map_err(|why| Flow::End(Status::Error(why.to_string())))?;
+        match stopped {
+            Some(why) => Err(Flow::End(Status::Error(format!(
+                "a {} hook stopped the run: {why}",
+                if is_error {
+                    "PostToolUseFailure"
+                } else {
+                    "PostToolUse"
+                }
+            )))),
+            None => Ok(()),
+        }
     }
 }
 

@@ -44,6 +44,7 @@ impl Agent<'_> {
         trigger: Trigger,
     ) -> Result<Compacted, NotCompacted> {
         use warden_context::compaction;
+        self.pre_compact(trigger);
         let end = if trigger == Trigger::Handoff {
             state.items.len()
         } else {

@@ -15,6 +15,7 @@ mod calls;
 mod compaction;
 mod context;
 mod extra;
+mod hooked;
 mod output;
 mod owned;
 mod prompt;

@@ -29,7 +29,10 @@ impl Agent<'_> {
         {
             self.auto_load(state);
         }
-        let status = self.turns(state, started).await;
+        let status = match self.opening_hooks(state) {
+            Ok(()) => self.turns(state, started).await,
+            Err(status) => status,
+        };
         if status == Status::Finished {
             self.unload_all(state);
         }
@@ -59,6 +62,7 @@ impl Agent<'_> {
             budget,
             error,
         });
+        self.closing_hooks(&status);
         status
     }
 
@@ -154,6 +158,13 @@ impl Agent<'_> {
                 return Status::Error(why.to_string());
             }
             if turn.calls.is_empty() {
+                // A Stop hook may send the model back to work, with its reason.
+                if self.stop_hooks(state, &turn.text) {
+                    if let Err(why) = self.save(state, "running") {
+                        return Status::Error(why.to_string());
+                    }
+                    continue;
+                }
                 return Status::Finished;
             }
             if let Some(status) = self.calls(state, &turn.calls) {

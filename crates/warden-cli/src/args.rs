@@ -6,8 +6,11 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::Exit;
 
+pub(crate) use hooks::HooksCommand;
 pub(crate) use mcp::{CallOptions, McpCallArgs, McpCommand};
 
+#[path = "args_hooks.rs"]
+mod hooks;
 #[path = "args_mcp.rs"]
 mod mcp;
 
@@ -88,6 +91,10 @@ pub enum Command {
     /// The MCP servers of the settings: list them, their tools, or call one through the policy.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Lifecycle hooks (`[[hooks.EVENT]]`, Claude Code's shapes): list them, try them on a
+    /// sample, import Claude Code's.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
 }
 
 #[derive(Debug, Args)]

@@ -248,6 +248,21 @@ impl Sink for Human {
                 short(name, 60),
                 short(why, 200)
             )),
+            Event::Hook {
+                hook_event,
+                decision,
+                error,
+                ..
+            } if decision.is_some() || error.is_some() => self.note(&format!(
+                "  hook ({hook_event}): {}",
+                error
+                    .as_deref()
+                    .map_or_else(|| decision.clone().unwrap_or_default(), |e| short(e, 200))
+            )),
+            Event::HookNotice { message } => self.note(&format!(
+                "  hook: {}",
+                warden_protocol::printable(&short(message, 400))
+            )),
             Event::Retry { wait_ms, why, .. } => self.note(&format!(
                 "  (the model provider failed: {}; retrying in {wait_ms} ms)",
                 short(why, 200)
@@ -281,6 +296,7 @@ impl Sink for Human {
             | Event::AssistantText { .. }
             | Event::ApprovalRequested { .. }
             | Event::Compaction { .. }
+            | Event::Hook { .. }
             | Event::Receipt { .. } => {}
         }
     }

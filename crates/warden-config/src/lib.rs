@@ -12,6 +12,7 @@ mod agent_mcp;
 mod autorun;
 mod docs;
 mod error;
+mod hooks_edit;
 mod kinds;
 mod load;
 mod mcp_edit;
@@ -29,6 +30,7 @@ pub use agent_mcp::server_from_agent;
 pub use autorun::{AUTO_RUN, repository_auto_run};
 pub use docs::{json_schema, settings_markdown, trust_markdown};
 pub use error::ConfigError;
+pub use hooks_edit::{ClaudeHooks, add_hooks, claude_hooks};
 pub use kinds::{
     Backend, Layer, LimitsFallback, NetworkMode, PermissionMode, Profile, ProviderKind, RiskName,
     RootIdentity,

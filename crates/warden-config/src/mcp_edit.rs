@@ -23,7 +23,7 @@ pub struct NewMcpServer {
     pub env_vars: Vec<String>,
 }
 
-fn read(path: &Path) -> Result<DocumentMut, String> {
+pub(crate) fn read(path: &Path) -> Result<DocumentMut, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -33,7 +33,7 @@ fn read(path: &Path) -> Result<DocumentMut, String> {
         .map_err(|error| format!("{}: {error}", path.display()))
 }
 
-fn write(path: &Path, document: &DocumentMut) -> Result<(), String> {
+pub(crate) fn write(path: &Path, document: &DocumentMut) -> Result<(), String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }

@@ -71,6 +71,9 @@ pub enum PolicyLayer {
     Approval,
     /// An active skill narrows what may be done (its allowed tools and permissions).
     Skill,
+    /// A hook (`[[hooks.PreToolUse]]`, `[[hooks.PermissionRequest]]`) refused the call, asked
+    /// about it, or answered the question the policy would have asked.
+    Hook,
 }
 
 impl PolicyLayer {
@@ -84,6 +87,7 @@ impl PolicyLayer {
             Self::Mode => "mode",
             Self::Approval => "approval",
             Self::Skill => "skill",
+            Self::Hook => "hook",
         }
     }
 }

@@ -138,6 +138,32 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A hook ran (`[[hooks.EVENT]]`): which one (its command's SHA-256, never its output),
+    /// how it ended and what it decided.
+    Hook {
+        /// The point of the session, as Claude Code names it (`PreToolUse`, …).
+        hook_event: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        matcher: Option<String>,
+        command_sha256: String,
+        /// The settings file it came from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<PathBuf>,
+        duration_ms: u64,
+        exit: Option<i32>,
+        timed_out: bool,
+        /// `allow`, `ask`, `deny`, `block` or `stop`, when it decided.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<String>,
+        /// How it failed, and what its `on_error` made of it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// What hooks say to the person: their system messages, a blocked prompt's reason, their
+    /// failures.
+    HookNotice {
+        message: String,
+    },
     /// A session under a manifest wrote its receipt.
     Receipt {
         run_id: String,
@@ -165,6 +191,8 @@ impl Event {
             Self::SkillUnloaded { .. } => "skill_unloaded",
             Self::SkillNotLoaded { .. } => "skill_not_loaded",
             Self::SessionFinished { .. } => "session_finished",
+            Self::Hook { .. } => "hook",
+            Self::HookNotice { .. } => "hook_notice",
             Self::Receipt { .. } => "receipt",
         }
     }

@@ -223,7 +223,7 @@ fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit
 }
 
 /// Asks on the terminal; anything but `y` (or no terminal) is no.
-fn confirm(question: &str) -> bool {
+pub(super) fn confirm(question: &str) -> bool {
     use std::io::{BufRead as _, IsTerminal as _, Write as _};
     if !std::io::stdin().is_terminal() {
         return false;

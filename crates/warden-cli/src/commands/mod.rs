@@ -3,6 +3,7 @@
 mod config;
 mod context;
 mod exec;
+mod hooks;
 mod manifest;
 mod manifest_run;
 mod mcp;
@@ -41,6 +42,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Tool(args) => tool::run(dir, &args),
         Command::Tools(args) => tool::list(dir, &args),
         Command::Mcp(command) => mcp::run(dir, command),
+        Command::Hooks(command) => hooks::run(dir, command),
         Command::Trace(command) => trace::run(&command),
         Command::Config(command) => config::run(dir, &command),
         Command::Policy(command) => policy::run(dir, command),

@@ -1,0 +1,399 @@
+//! The loop's side of hooks (`[[hooks.EVENT]]`): each point of a session where they run, what
+//! they are told (Claude Code's names and shapes), and what their answers may do — narrow what
+//! the policy allows, never widen it. A hook's allow answers only a question the policy would
+//! have put to a person; a deny rule, a protected path, a masked secret, the organisation's
+//! locks and an escalation stand whatever a hook says. What hooks add to the context is labelled
+//! as data from outside, naming the hook.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+use warden_config::HookEvent;
+use warden_hooks::{Outcome, Verdict, claude_input, claude_name, warden_input};
+use warden_model::{Item, ToolCall};
+use warden_protocol::{DecisionKind, Event, PolicyLayer, ToolResult, ToolStatus};
+use warden_tools::{Checked, OnAsk, ToolRunner};
+
+use crate::agent::{Agent, Flow, Status};
+use crate::state::State;
+
+/// How many times in a row `Stop` hooks may send the model back to work.
+const MOST_STOP_BLOCKS: u32 = 5;
+
+impl Agent<'_> {
+    /// Runs `event`'s hooks that match `subjects`, each run in the trace and the stream, what
+    /// they say to the person shown.
+    pub(crate) fn hook(
+        &mut self,
+        event: HookEvent,
+        subjects: &[&str],
+        fields: Map<String, Value>,
+    ) -> Outcome {
+        if !self.hooks.listens(event) {
+            return Outcome::default();
+        }
+        let session = warden_hooks::Session {
+            session_id: self.session.as_str().to_owned(),
+            transcript_path: self.transcript(),
+            cwd: self.settings.cwd.clone(),
+            permission_mode: permission_mode(self.settings.permissions.mode).to_owned(),
+        };
+        let outcome = self.hooks.run(event, &session, subjects, &fields);
+        for ran in &outcome.runs {
+            self.publish(&Event::Hook {
+                hook_event: ran.event.as_str().to_owned(),
+                matcher: ran.matcher.clone(),
+                command_sha256: ran.command_sha256.clone(),
+                source: ran.source.clone(),
+                duration_ms: ran.duration_ms,
+                exit: ran.exit,
+                timed_out: ran.timed_out,
+                decision: ran.decision.clone(),
+                error: ran.error.clone(),
+            });
+        }
+        for message in &outcome.notices {
+            self.publish(&Event::HookNotice {
+                message: self.shield.redact(message),
+            });
+        }
+        outcome
+    }
+
+    /// The session's trace as JSON lines (`warden trace export`'s), written for hooks to read:
+    /// in warden's data directory, readable by the user only.
+    fn transcript(&self) -> Option<PathBuf> {
+        let dir = self.settings.dirs.data_dir.as_ref()?.join("transcripts");
+        std::fs::create_dir_all(&dir).ok()?;
+        let path = dir.join(format!("{}.jsonl", self.session.as_str()));
+        let mut text = String::new();
+        for event in self.store.events(&self.session).ok()? {
+            text.push_str(&serde_json::to_string(&event).ok()?);
+            text.push('\n');
+        }
+        write_private(&path, &text).ok()?;
+        Some(path)
+    }
+
+    /// What hooks added for the model, each labelled with the hook it came from.
+    fn labelled(&self, outcome: &Outcome) -> Vec<String> {
+        outcome
+            .context
+            .iter()
+            .map(|(hook, text)| self.shield.wrap(&format!("hook {hook}"), text))
+            .collect()
+    }
+
+    /// The session's first hooks: `SessionStart`, then `UserPromptSubmit` for the prompt the run
+    /// starts with. `Err` when a hook stops the run or blocks the prompt.
+    pub(crate) fn opening_hooks(&mut self, state: &mut State) -> Result<(), Status> {
+        let source = if state.turns > 0 { "resume" } else { "startup" };
+        let started = self.hook(
+            HookEvent::SessionStart,
+            &[source],
+            fields(json!({"source": source})),
+        );
+        if let Some(why) = &started.stop {
+            return Err(Status::Error(format!(
+                "a SessionStart hook stopped the run: {why}"
+            )));
+        }
+        let context = self.labelled(&started);
+        let prompt = match state.items.last() {
+            Some(Item::User { text }) => Some(text.clone()),
+            _ => None,
+        };
+        // Context from the start goes before the prompt.
+        let at = state.items.len() - usize::from(prompt.is_some());
+        for (offset, text) in context.into_iter().enumerate() {
+            state.items.insert(at + offset, Item::User { text });
+        }
+        let Some(prompt) = prompt else {
+            return Ok(());
+        };
+        let submitted = self.hook(
+            HookEvent::UserPromptSubmit,
+            &[],
+            fields(json!({"prompt": prompt})),
+        );
+        if submitted.blocked || submitted.stop.is_some() {
+            // The prompt never reaches the model.
+            state.items.pop();
+            let why = submitted.stop.clone().unwrap_or_else(|| submitted.reason());
+            return Err(Status::Error(format!(
+                "a UserPromptSubmit hook blocked the prompt: {why}"
+            )));
+        }
+        for text in self.labelled(&submitted) {
+            state.items.push(Item::User { text });
+        }
+        Ok(())
+    }
+
+    /// `PreToolUse`: the call's arguments as its hooks leave them, and what they said.
+    pub(crate) fn pre_tool_use(&mut self, call: &ToolCall, args: Value) -> (Value, Outcome) {
+        let cwd = self.settings.cwd.clone();
+        let outcome = self.hook(
+            HookEvent::PreToolUse,
+            &[claude_name(&call.name), &call.name],
+            fields(json!({
+                "tool_name": claude_name(&call.name),
+                "tool_input": claude_input(&call.name, &args, &cwd),
+                "tool_use_id": call.id,
+            })),
+        );
+        let notes = self.labelled(&outcome);
+        if !notes.is_empty() {
+            self.hook_notes
+                .entry(call.id.clone())
+                .or_default()
+                .extend(notes);
+        }
+        let args = match &outcome.updated_input {
+            // Changed arguments are checked against the tool's schema and decided from the
+            // start, like any others.
+            Some(updated) if !outcome.denied() => warden_input(&call.name, updated, &cwd),
+            _ => args,
+        };
+        (args, outcome)
+    }
+
+    /// Applies `PreToolUse`'s verdict to a decided call: a deny refuses it, an ask makes an
+    /// allowed call ask, an allow answers only the question the policy would put to a person.
+    pub(crate) fn narrow(&self, checked: &mut Checked, outcome: &Outcome) {
+        if checked.invalid.is_some() {
+            return;
+        }
+        let reason = outcome.reason();
+        let d = &mut checked.decision;
+        match outcome.verdict {
+            None => {}
+            Some(Verdict::Deny) => {
+                d.decision = DecisionKind::Deny;
+                d.reason = format!("refused by a hook: {}", or_none(&reason));
+                d.layer = PolicyLayer::Hook;
+            }
+            Some(Verdict::Ask) if d.decision == DecisionKind::Allow => {
+                if self.approver.is_none() && self.on_ask == OnAsk::Allow {
+                    d.reason = format!("{} (a hook asked; --on-ask allow answered)", d.reason);
+                } else {
+                    d.decision = DecisionKind::RequireApproval;
+                    d.reason = format!("a hook asks: {}", or_none(&reason));
+                    d.layer = PolicyLayer::Hook;
+                }
+            }
+            Some(Verdict::Allow) if d.decision == DecisionKind::RequireApproval => {
+                d.reason = format!(
+                    "allowed by a hook ({}); the policy asked: {}",
+                    or_none(&reason),
+                    d.reason
+                );
+                d.decision = DecisionKind::Allow;
+                d.layer = PolicyLayer::Hook;
+            }
+            // An allow against a deny, a rewrite or an escalation, or an ask about what is
+            // refused already: the policy's decision stands.
+            Some(_) => {}
+        }
+    }
+
+    /// `PermissionRequest` (and `Notification` when a person is about to be asked): whether
+    /// hooks answered the question, so that nobody is asked.
+    pub(crate) fn permission_hooks(
+        &mut self,
+        runner: &ToolRunner<'_>,
+        call: &ToolCall,
+        checked: &mut Checked,
+    ) -> Result<bool, Flow> {
+        let cwd = self.settings.cwd.clone();
+        let outcome = self.hook(
+            HookEvent::PermissionRequest,
+            &[claude_name(&call.name), &call.name],
+            fields(json!({
+                "tool_name": claude_name(&call.name),
+                "tool_input": claude_input(&call.name, &checked.args, &cwd),
+                "tool_use_id": call.id,
+                "reason": checked.decision.reason,
+            })),
+        );
+        if let Some(why) = &outcome.stop {
+            return Err(Flow::End(Status::Error(format!(
+                "a PermissionRequest hook stopped the run: {why}"
+            ))));
+        }
+        let plain = checked.decision.decision == DecisionKind::RequireApproval;
+        match outcome.verdict {
+            Some(Verdict::Deny) => {
+                let d = &mut checked.decision;
+                d.decision = DecisionKind::Deny;
+                d.reason = format!("refused by a hook: {}", or_none(&outcome.reason()));
+                d.layer = PolicyLayer::Hook;
+                return Ok(true);
+            }
+            // A hook answers a plain question; a rewrite or a wider sandbox is a person's.
+            Some(Verdict::Allow) if plain => {
+                if let Some(updated) = &outcome.updated_input {
+                    let mut again =
+                        runner.check(&call.name, warden_input(&call.name, updated, &cwd));
+                    if again.decision.decision == DecisionKind::RequireApproval {
+                        approve_by_hook(&mut again, &outcome);
+                    }
+                    let answered = !again.needs_approval();
+                    *checked = again;
+                    return Ok(answered);
+                }
+                approve_by_hook(checked, &outcome);
+                return Ok(true);
+            }
+            _ => {}
+        }
+        if self.approver.is_some() {
+            let message = format!("warden needs your approval to use {}", call.name);
+            self.hook(
+                HookEvent::Notification,
+                &["permission_prompt"],
+                fields(json!({"message": message, "notification_type": "permission_prompt"})),
+            );
+        }
+        Ok(false)
+    }
+
+    /// `PostToolUse` or `PostToolUseFailure`: what the model is told besides the result (the
+    /// hooks' feedback and context, and what `PreToolUse` hooks added), and whether a hook
+    /// stopped the run.
+    pub(crate) fn post_tool_use(
+        &mut self,
+        call: &ToolCall,
+        checked: &Checked,
+        result: &ToolResult,
+    ) -> (Vec<String>, Option<String>) {
+        let mut notes = self.hook_notes.remove(&call.id).unwrap_or_default();
+        let cwd = self.settings.cwd.clone();
+        let mut fields = fields(json!({
+            "tool_name": claude_name(&call.name),
+            "tool_input": claude_input(&call.name, &checked.args, &cwd),
+            "tool_use_id": call.id,
+        }));
+        let event = if result.status == ToolStatus::Ok {
+            fields.insert(
+                "tool_response".to_owned(),
+                result.output.clone().unwrap_or(Value::Null),
+            );
+            HookEvent::PostToolUse
+        } else {
+            let error = result.error.as_ref().map(|e| e.message.clone());
+            fields.insert("error".to_owned(), json!(error));
+            HookEvent::PostToolUseFailure
+        };
+        let outcome = self.hook(event, &[claude_name(&call.name), &call.name], fields);
+        if outcome.blocked {
+            let feedback = outcome.reason();
+            notes.push(self.shield.wrap("hook feedback", or_none(&feedback)));
+        }
+        notes.extend(self.labelled(&outcome));
+        (notes, outcome.stop)
+    }
+
+    /// `Stop`: whether hooks send the model back to work (their reason becomes its next
+    /// message), at most [`MOST_STOP_BLOCKS`] times in a row.
+    pub(crate) fn stop_hooks(&mut self, state: &mut State, answer: &str) -> bool {
+        if !self.hooks.listens(HookEvent::Stop) {
+            return false;
+        }
+        let outcome = self.hook(
+            HookEvent::Stop,
+            &[],
+            fields(json!({
+                "stop_hook_active": self.stop_blocks > 0,
+                "last_assistant_message": answer,
+            })),
+        );
+        if outcome.stop.is_some() || !outcome.blocked || self.stop_blocks >= MOST_STOP_BLOCKS {
+            self.stop_blocks = 0;
+            return false;
+        }
+        self.stop_blocks += 1;
+        let reason = outcome.reason();
+        let text = self.shield.wrap(
+            "a Stop hook, which sends you back to work",
+            or_none(&reason),
+        );
+        state.items.push(Item::User { text });
+        true
+    }
+
+    /// `PreCompact`, before the conversation is summarised.
+    pub(crate) fn pre_compact(&mut self, trigger: warden_protocol::Trigger) {
+        let trigger = if trigger == warden_protocol::Trigger::Manual {
+            "manual"
+        } else {
+            "auto"
+        };
+        self.hook(
+            HookEvent::PreCompact,
+            &[trigger],
+            fields(json!({"trigger": trigger, "custom_instructions": ""})),
+        );
+    }
+
+    /// `SessionEnd`, once the run is over.
+    pub(crate) fn closing_hooks(&mut self, status: &Status) {
+        let reason = status.as_str();
+        self.hook(
+            HookEvent::SessionEnd,
+            &[reason],
+            fields(json!({"reason": reason})),
+        );
+    }
+}
+
+fn approve_by_hook(checked: &mut Checked, outcome: &Outcome) {
+    let d = &mut checked.decision;
+    d.reason = format!(
+        "approved by a hook ({}); the policy asked: {}",
+        or_none(&outcome.reason()),
+        d.reason
+    );
+    d.decision = DecisionKind::Allow;
+    d.layer = PolicyLayer::Hook;
+}
+
+fn or_none(reason: &str) -> &str {
+    if reason.trim().is_empty() {
+        "no reason given"
+    } else {
+        reason
+    }
+}
+
+/// An event's own fields.
+fn fields(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Claude Code's name for a permission mode.
+fn permission_mode(mode: warden_config::PermissionMode) -> &'static str {
+    use warden_config::PermissionMode as M;
+    match mode {
+        M::Plan => "plan",
+        M::Default => "default",
+        M::AcceptEdits => "acceptEdits",
+        M::Auto => "auto",
+        M::Bypass => "bypassPermissions",
+    }
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())
+}
