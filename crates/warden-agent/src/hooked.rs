@@ -27,7 +27,7 @@ impl Agent<'_> {
         &mut self,
         event: HookEvent,
         subjects: &[&str],
-        fields: Map<String, Value>,
+        fields: &Map<String, Value>,
     ) -> Outcome {
         if !self.hooks.listens(event) {
             return Outcome::default();
@@ -38,7 +38,7 @@ impl Agent<'_> {
             cwd: self.settings.cwd.clone(),
             permission_mode: permission_mode(self.settings.permissions.mode).to_owned(),
         };
-        let outcome = self.hooks.run(event, &session, subjects, &fields);
+        let outcome = self.hooks.run(event, &session, subjects, fields);
         for ran in &outcome.runs {
             self.publish(&Event::Hook {
                 hook_event: ran.event.as_str().to_owned(),
@@ -91,7 +91,7 @@ impl Agent<'_> {
         let started = self.hook(
             HookEvent::SessionStart,
             &[source],
-            fields(json!({"source": source})),
+            &fields(json!({"source": source})),
         );
         if let Some(why) = &started.stop {
             return Err(Status::Error(format!(
@@ -114,7 +114,7 @@ impl Agent<'_> {
         let submitted = self.hook(
             HookEvent::UserPromptSubmit,
             &[],
-            fields(json!({"prompt": prompt})),
+            &fields(json!({"prompt": prompt})),
         );
         if submitted.blocked || submitted.stop.is_some() {
             // The prompt never reaches the model.
@@ -136,7 +136,7 @@ impl Agent<'_> {
         let outcome = self.hook(
             HookEvent::PreToolUse,
             &[claude_name(&call.name), &call.name],
-            fields(json!({
+            &fields(json!({
                 "tool_name": claude_name(&call.name),
                 "tool_input": claude_input(&call.name, &args, &cwd),
                 "tool_use_id": call.id,
@@ -209,7 +209,7 @@ impl Agent<'_> {
         let outcome = self.hook(
             HookEvent::PermissionRequest,
             &[claude_name(&call.name), &call.name],
-            fields(json!({
+            &fields(json!({
                 "tool_name": claude_name(&call.name),
                 "tool_input": claude_input(&call.name, &checked.args, &cwd),
                 "tool_use_id": call.id,
@@ -252,7 +252,7 @@ impl Agent<'_> {
             self.hook(
                 HookEvent::Notification,
                 &["permission_prompt"],
-                fields(json!({"message": message, "notification_type": "permission_prompt"})),
+                &fields(json!({"message": message, "notification_type": "permission_prompt"})),
             );
         }
         Ok(false)
@@ -285,13 +285,24 @@ impl Agent<'_> {
             fields.insert("error".to_owned(), json!(error));
             HookEvent::PostToolUseFailure
         };
-        let outcome = self.hook(event, &[claude_name(&call.name), &call.name], fields);
+        let outcome = self.hook(event, &[claude_name(&call.name), &call.name], &fields);
         if outcome.blocked {
             let feedback = outcome.reason();
             notes.push(self.shield.wrap("hook feedback", or_none(&feedback)));
         }
         notes.extend(self.labelled(&outcome));
         (notes, outcome.stop)
+    }
+
+    /// After a final answer: `Finished`, unless `Stop` hooks send the model back to work
+    /// (`None`: the loop goes on).
+    pub(crate) fn after_answer(&mut self, state: &mut State, answer: &str) -> Option<Status> {
+        if !self.stop_hooks(state, answer) {
+            return Some(Status::Finished);
+        }
+        self.save(state, "running")
+            .err()
+            .map(|why| Status::Error(why.to_string()))
     }
 
     /// `Stop`: whether hooks send the model back to work (their reason becomes its next
@@ -303,7 +314,7 @@ impl Agent<'_> {
         let outcome = self.hook(
             HookEvent::Stop,
             &[],
-            fields(json!({
+            &fields(json!({
                 "stop_hook_active": self.stop_blocks > 0,
                 "last_assistant_message": answer,
             })),
@@ -332,7 +343,7 @@ impl Agent<'_> {
         self.hook(
             HookEvent::PreCompact,
             &[trigger],
-            fields(json!({"trigger": trigger, "custom_instructions": ""})),
+            &fields(json!({"trigger": trigger, "custom_instructions": ""})),
         );
     }
 
@@ -342,7 +353,7 @@ impl Agent<'_> {
         self.hook(
             HookEvent::SessionEnd,
             &[reason],
-            fields(json!({"reason": reason})),
+            &fields(json!({"reason": reason})),
         );
     }
 }

@@ -159,13 +159,10 @@ impl Agent<'_> {
             }
             if turn.calls.is_empty() {
                 // A Stop hook may send the model back to work, with its reason.
-                if self.stop_hooks(state, &turn.text) {
-                    if let Err(why) = self.save(state, "running") {
-                        return Status::Error(why.to_string());
-                    }
-                    continue;
+                match self.after_answer(state, &turn.text) {
+                    Some(status) => return status,
+                    None => continue,
                 }
-                return Status::Finished;
             }
             if let Some(status) = self.calls(state, &turn.calls) {
                 return status;

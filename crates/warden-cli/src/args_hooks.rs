@@ -15,7 +15,7 @@ pub enum HooksCommand {
     /// Run the hooks of EVENT that match, on a sample of its input (no model, no tool runs),
     /// and print what they said together as JSON.
     Test {
-        /// The event, as Claude Code names it: PreToolUse, PostToolUse, Stop, …
+        /// The event, as Claude Code names it (`PreToolUse`, `PostToolUse`, `Stop`, …).
         event: String,
         /// The event's own fields as JSON, in Claude Code's shape (`{"tool_name": "Bash",
         /// "tool_input": {"command": "rm -rf build"}}`).

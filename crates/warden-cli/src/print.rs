@@ -233,36 +233,11 @@ impl Sink for Human {
                 };
                 self.note(&line);
             }
-            Event::SkillLoaded { name, approval, .. } => self.note(&format!(
-                "  skill {} loaded ({})",
-                short(name, 60),
-                short(approval, 40)
-            )),
-            Event::SkillUnloaded { name, reason } => self.note(&format!(
-                "  skill {} unloaded: {}",
-                short(name, 60),
-                short(reason, 60)
-            )),
-            Event::SkillNotLoaded { name, why } => self.note(&format!(
-                "  skill {} not loaded: {}",
-                short(name, 60),
-                short(why, 200)
-            )),
-            Event::Hook {
-                hook_event,
-                decision,
-                error,
-                ..
-            } if decision.is_some() || error.is_some() => self.note(&format!(
-                "  hook ({hook_event}): {}",
-                error
-                    .as_deref()
-                    .map_or_else(|| decision.clone().unwrap_or_default(), |e| short(e, 200))
-            )),
-            Event::HookNotice { message } => self.note(&format!(
-                "  hook: {}",
-                warden_protocol::printable(&short(message, 400))
-            )),
+            Event::SkillLoaded { .. }
+            | Event::SkillUnloaded { .. }
+            | Event::SkillNotLoaded { .. }
+            | Event::Hook { .. }
+            | Event::HookNotice { .. } => self.side_note(event),
             Event::Retry { wait_ms, why, .. } => self.note(&format!(
                 "  (the model provider failed: {}; retrying in {wait_ms} ms)",
                 short(why, 200)
@@ -296,8 +271,47 @@ impl Sink for Human {
             | Event::AssistantText { .. }
             | Event::ApprovalRequested { .. }
             | Event::Compaction { .. }
-            | Event::Hook { .. }
             | Event::Receipt { .. } => {}
+        }
+    }
+}
+
+impl Human {
+    /// The lines for skills and hooks.
+    fn side_note(&mut self, event: &Event) {
+        match event {
+            Event::SkillLoaded { name, approval, .. } => self.note(&format!(
+                "  skill {} loaded ({})",
+                short(name, 60),
+                short(approval, 40)
+            )),
+            Event::SkillUnloaded { name, reason } => self.note(&format!(
+                "  skill {} unloaded: {}",
+                short(name, 60),
+                short(reason, 60)
+            )),
+            Event::SkillNotLoaded { name, why } => self.note(&format!(
+                "  skill {} not loaded: {}",
+                short(name, 60),
+                short(why, 200)
+            )),
+            Event::Hook {
+                hook_event,
+                decision,
+                error,
+                ..
+            } if decision.is_some() || error.is_some() => self.note(&format!(
+                "  hook ({hook_event}): {}",
+                error
+                    .as_deref()
+                    .map_or_else(|| decision.clone().unwrap_or_default(), |e| short(e, 200))
+            )),
+            Event::HookNotice { message } => self.note(&format!(
+                "  hook: {}",
+                warden_protocol::printable(&short(message, 400))
+            )),
+            // The rest are printed by `event`.
+            _ => {}
         }
     }
 }

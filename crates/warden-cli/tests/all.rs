@@ -7,6 +7,7 @@ mod autorun;
 mod bash_tool;
 mod cli;
 mod history;
+mod hooks;
 mod identity;
 mod limits;
 mod manifest;

@@ -57,7 +57,10 @@ pub fn claude_hooks(text: &str) -> Result<ClaudeHooks, String> {
                     continue;
                 };
                 // Claude Code's `timeout` is in seconds.
-                let timeout = hook["timeout"].as_f64().map(|t| t.ceil().max(1.0) as u64);
+                let timeout = hook["timeout"].as_u64().or_else(|| {
+                    // A fraction of a second is rounded up to one.
+                    hook["timeout"].as_f64().filter(|t| *t > 0.0).map(|_| 1)
+                });
                 found.hooks.push((
                     event,
                     RawHook {

@@ -94,16 +94,16 @@ impl Outcome {
         }
     }
 
-    fn block(&mut self, reason: String, ran: &mut Ran) {
+    fn block(&mut self, reason: &str, ran: &mut Ran) {
         self.blocked = true;
         ran.decision = Some("block".to_owned());
         if !reason.trim().is_empty() {
-            self.reasons.push(words(&reason));
+            self.reasons.push(words(reason));
         }
     }
 
     /// A hook failed: its `on_error` says what that means.
-    fn failed(&mut self, event: HookEvent, hook: &Hook, why: String, ran: &mut Ran) {
+    fn failed(&mut self, event: HookEvent, hook: &Hook, why: &str, ran: &mut Ran) {
         let label = label(hook);
         ran.error = Some(format!(
             "{why} (on_error {})",
@@ -119,7 +119,7 @@ impl Outcome {
                 );
             }
             HookEvent::UserPromptSubmit if stops => {
-                self.block(format!("hook {label} failed: {why}"), ran);
+                self.block(&format!("hook {label} failed: {why}"), ran);
             }
             _ => self.notices.push(format!("hook {label} failed: {why}")),
         }
@@ -129,10 +129,10 @@ impl Outcome {
     pub(crate) fn take(&mut self, event: HookEvent, hook: &Hook, mut ran: Ran, done: &Finished) {
         let label = label(hook);
         if let Some(why) = &done.failed {
-            self.failed(event, hook, why.clone(), &mut ran);
+            self.failed(event, hook, why, &mut ran);
         } else if done.timed_out {
             let why = format!("timed out after {} s", hook.timeout_seconds);
-            self.failed(event, hook, why, &mut ran);
+            self.failed(event, hook, &why, &mut ran);
         } else {
             match done.code {
                 Some(0) => self.answered(event, hook, &done.stdout, &mut ran),
@@ -150,7 +150,7 @@ impl Outcome {
                         HookEvent::UserPromptSubmit
                         | HookEvent::PostToolUse
                         | HookEvent::PostToolUseFailure
-                        | HookEvent::Stop => self.block(said, &mut ran),
+                        | HookEvent::Stop => self.block(&said, &mut ran),
                         _ => {
                             if !said.is_empty() {
                                 self.notices.push(format!("hook {label}: {said}"));
@@ -165,7 +165,7 @@ impl Outcome {
                     if !said.is_empty() {
                         why = format!("{why}: {said}");
                     }
-                    self.failed(event, hook, why, &mut ran);
+                    self.failed(event, hook, &why, &mut ran);
                 }
             }
         }
@@ -188,11 +188,11 @@ impl Outcome {
             Ok(json) => json,
             Err(e) => {
                 let why = format!("printed output that is not valid JSON ({e})");
-                return self.failed(event, hook, why, ran);
+                return self.failed(event, hook, &why, ran);
             }
         };
         if let Err(why) = self.read_json(event, hook, &json, ran) {
-            self.failed(event, hook, why, ran);
+            self.failed(event, hook, &why, ran);
         }
     }
 
@@ -222,10 +222,10 @@ impl Outcome {
             (_, None) => {}
             // Claude Code's older spellings for a call.
             (HookEvent::PreToolUse, Some("approve")) => {
-                self.decide(Verdict::Allow, reason.clone(), ran)
+                self.decide(Verdict::Allow, reason.clone(), ran);
             }
             (HookEvent::PreToolUse, Some("block")) => {
-                self.decide(Verdict::Deny, reason.clone(), ran)
+                self.decide(Verdict::Deny, reason.clone(), ran);
             }
             (
                 HookEvent::UserPromptSubmit
@@ -233,7 +233,7 @@ impl Outcome {
                 | HookEvent::PostToolUseFailure
                 | HookEvent::Stop,
                 Some("block"),
-            ) => self.block(reason.clone().unwrap_or_default(), ran),
+            ) => self.block(reason.as_deref().unwrap_or_default(), ran),
             (_, Some(other)) => {
                 return Err(format!(
                     "\"decision\": {other:?} is not one warden knows for {}",
