@@ -44,7 +44,6 @@ impl Agent<'_> {
         trigger: Trigger,
     ) -> Result<Compacted, NotCompacted> {
         use warden_context::compaction;
-        self.pre_compact(trigger);
         let end = if trigger == Trigger::Handoff {
             state.items.len()
         } else {
@@ -63,6 +62,7 @@ impl Agent<'_> {
             }
             return Err(NotCompacted::Trim);
         }
+        self.pre_compact(trigger);
         let range = state.items[1..end].to_vec();
         let mut text = compaction::render(&range);
         // The request must fit the window itself: the oldest part goes first (its identifiers

@@ -28,6 +28,7 @@ fn logged(log: &PathBuf) -> Vec<Value> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
+        .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
@@ -387,4 +388,71 @@ fn claude_code_s_hooks_are_imported_and_run_unchanged() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn a_wait_for_a_person_a_failed_call_and_a_compaction_are_heard() {
+    let p = Project::new();
+    let listen = "cat >> \\\"$HOOK_LOG\\\"; echo >> \\\"$HOOK_LOG\\\"";
+    let log = user_settings(
+        &p,
+        &format!(
+            "[[hooks.Notification]]\ncommand = \"{listen}\"\nenv = [\"HOOK_LOG\"]\n\n\
+             [[hooks.PostToolUseFailure]]\ncommand = \"{listen}\"\nenv = [\"HOOK_LOG\"]\n"
+        ),
+    );
+    let server = model_calling(&[write("w1", "asked.txt")]);
+    let base = format!("{}/v1", server.url());
+    let log_text = log.display().to_string();
+    let argv = [
+        env!("CARGO_BIN_EXE_warden"),
+        "run",
+        "--model",
+        "openai/test-model",
+        "--base-url",
+        &base,
+        "write it",
+    ];
+    let out = crate::support::in_a_session_with(&p, &[("HOOK_LOG", &log_text)], &argv, &["d"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!p.root().join("asked.txt").exists());
+    let seen = logged(&log);
+    let waited = seen
+        .iter()
+        .find(|l| l["hook_event_name"] == "Notification")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(waited["notification_type"], "permission_prompt");
+    let failed = seen
+        .iter()
+        .find(|l| l["hook_event_name"] == "PostToolUseFailure")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(failed["tool_name"], "Write");
+    assert!(
+        failed["error"].as_str().unwrap().contains("denied"),
+        "{failed}"
+    );
+    // A session that must compact, in a small window.
+    let p = Project::new();
+    let log = user_settings(
+        &p,
+        &format!(
+            "[[hooks.PreCompact]]\nmatcher = \"auto\"\ncommand = \"{listen}\"\nenv = \
+             [\"HOOK_LOG\"]\n"
+        ),
+    );
+    let server = crate::agent::context::parts_to_compact(&p);
+    let out = run(
+        &p,
+        &server,
+        &["--context-window", "3500"],
+        "read every part",
+        &log,
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let seen = logged(&log);
+    let compacting = seen
+        .iter()
+        .find(|l| l["hook_event_name"] == "PreCompact")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(compacting["trigger"], "auto");
 }
