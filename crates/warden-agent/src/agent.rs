@@ -153,6 +153,8 @@ pub struct Agent<'a> {
     pub(crate) hook_notes: std::collections::HashMap<String, Vec<String>>,
     /// How many times in a row `Stop` hooks sent the model back to work.
     pub(crate) stop_blocks: u32,
+    /// Whether `SessionStart` hooks ran (once per agent, however many prompts it takes).
+    pub(crate) opened: bool,
 }
 
 impl Agent<'_> {

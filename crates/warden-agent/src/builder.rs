@@ -249,6 +249,7 @@ impl<'a> AgentBuilder<'a> {
             hooks: warden_hooks::HookRunner::new(&settings.hooks, &settings.project_root),
             hook_notes: std::collections::HashMap::new(),
             stop_blocks: 0,
+            opened: false,
         })
     }
 }

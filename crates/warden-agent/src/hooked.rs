@@ -88,11 +88,15 @@ impl Agent<'_> {
     /// starts with. `Err` when a hook stops the run or blocks the prompt.
     pub(crate) fn opening_hooks(&mut self, state: &mut State) -> Result<(), Status> {
         let source = if state.turns > 0 { "resume" } else { "startup" };
-        let started = self.hook(
-            HookEvent::SessionStart,
-            &[source],
-            &fields(json!({"source": source})),
-        );
+        let started = if std::mem::replace(&mut self.opened, true) {
+            Outcome::default()
+        } else {
+            self.hook(
+                HookEvent::SessionStart,
+                &[source],
+                &fields(json!({"source": source})),
+            )
+        };
         if let Some(why) = &started.stop {
             return Err(Status::Error(format!(
                 "a SessionStart hook stopped the run: {why}"
@@ -347,9 +351,9 @@ impl Agent<'_> {
         );
     }
 
-    /// `SessionEnd`, once the run is over.
-    pub(crate) fn closing_hooks(&mut self, status: &Status) {
-        let reason = status.as_str();
+    /// `SessionEnd` hooks: the session is over for this agent (`reason`: how its last run ended, or
+    /// `prompt_input_exit` when an interactive session is left).
+    pub fn close(&mut self, reason: &str) {
         self.hook(
             HookEvent::SessionEnd,
             &[reason],

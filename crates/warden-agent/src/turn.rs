@@ -62,7 +62,6 @@ impl Agent<'_> {
             budget,
             error,
         });
-        self.closing_hooks(&status);
         status
     }
 

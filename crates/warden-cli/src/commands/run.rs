@@ -475,14 +475,19 @@ fn drive(
                 Some(Item::Assistant { calls, .. }) => !calls.is_empty(),
                 Some(_) => true,
             };
+            let mut reason = "finished".to_owned();
             let mut exit = if waiting {
-                super::exit_of(runtime.block_on(agent.run(state)))
+                let status = runtime.block_on(agent.run(state));
+                status.as_str().clone_into(&mut reason);
+                super::exit_of(status)
             } else {
                 Exit::Success
             };
             if interactive {
                 exit = super::repl::session(runtime, agent, state, exit, last);
+                "prompt_input_exit".clone_into(&mut reason);
             }
+            agent.close(&reason);
             Ok(exit)
         }
     }
