@@ -95,6 +95,27 @@ pub enum Command {
     /// sample, import Claude Code's.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// What a session did, from its trace: files read and changed, commands, connections,
+    /// denials, approvals, skills, compactions — as text, JSON or Markdown.
+    Audit(AuditArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The session (its id, or the start of it). Default: the latest.
+    pub session: Option<String>,
+    /// Every session active since this time (RFC 3339) or this long ago (`2h`, `3days`).
+    #[arg(long, conflicts_with_all = ["session", "all"])]
+    pub since: Option<String>,
+    /// Every session in the trace.
+    #[arg(long, conflicts_with = "session")]
+    pub all: bool,
+    /// `text` (default), `json` (the contract, see docs/audit.md) or `md`.
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "md"])]
+    pub format: String,
+    /// Write the report to FILE (whole, or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

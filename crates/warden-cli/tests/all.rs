@@ -3,6 +3,7 @@
 
 mod agent;
 mod architecture;
+mod audit;
 mod autorun;
 mod bash_tool;
 mod cli;

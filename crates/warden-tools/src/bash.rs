@@ -114,6 +114,7 @@ impl Tool for Bash {
                 background: false,
             });
         }
+        record_sandbox(ctx, &request, &outcome);
         let out = normalise(&outcome.stdout);
         let err = normalise(&outcome.stderr);
         let (cut_out, cut_err) = (out.cut, err.cut);
@@ -152,6 +153,35 @@ impl Tool for Bash {
             });
         }
         Ok(result)
+    }
+}
+
+/// The sandbox a command ran in, for the trace (not the model): its profile, its layers, and
+/// the limits it ran into.
+fn record_sandbox(
+    ctx: &ToolContext,
+    request: &warden_sandbox::Request,
+    outcome: &warden_sandbox::Outcome,
+) {
+    let counted = &outcome.usage.counted;
+    let mut hit = Vec::new();
+    if outcome.timed_out {
+        hit.push("time");
+    }
+    if outcome.truncated {
+        hit.push("output");
+    }
+    if counted.oom_kills.is_some_and(|n| n > 0) {
+        hit.push("memory");
+    }
+    if counted.forks_refused.is_some_and(|n| n > 0) {
+        hit.push("processes");
+    }
+    if let Ok(mut last) = ctx.last_sandbox.lock() {
+        *last = Some((
+            request.profile.as_str().to_owned(),
+            json!({"layers": outcome.layers, "limitsHit": hit}),
+        ));
     }
 }
 

@@ -86,6 +86,9 @@ pub struct ToolContext {
     pub reads: ReadLedger,
     /// Changes made, for checkpoints.
     pub changes: ChangeLog,
+    /// The sandbox the last shell command ran in (profile, layers, limits it hit), for the
+    /// trace: taken by the runner when it records the call.
+    pub(crate) last_sandbox: Mutex<Option<(String, serde_json::Value)>>,
     /// The settings the context was built from (the Bash tool builds its sandbox from them).
     pub settings: Settings,
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
@@ -197,6 +200,7 @@ impl ToolContext {
             caps: settings.tools.clone(),
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),
+            last_sandbox: Mutex::default(),
             settings: settings.clone(),
             sandbox_helper: None,
             sandbox: None,

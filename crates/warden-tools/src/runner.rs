@@ -175,8 +175,28 @@ impl<'a> ToolRunner<'a> {
         if let Some(output) = &result.output {
             self.note(&checked.name, output);
         }
+        // The sandbox a command ran in, as it was (not as configured).
+        let ran_in = self
+            .ctx
+            .last_sandbox
+            .lock()
+            .ok()
+            .and_then(|mut last| last.take());
         if let Some(store) = self.trace {
             let bytes_out = result.output.as_ref().map_or(0, |o| o.to_string().len());
+            let mut summary = result
+                .output
+                .as_ref()
+                .and_then(|o| summary(&checked.name, o));
+            let sandbox_profile = match ran_in {
+                Some((profile, sandbox)) => {
+                    if let Some(Value::Object(map)) = summary.as_mut() {
+                        map.insert("sandbox".to_owned(), sandbox);
+                    }
+                    profile
+                }
+                None => self.sandbox_profile.clone(),
+            };
             let event = ToolEvent {
                 session_id: self.session.clone(),
                 seq: self.seq,
@@ -184,16 +204,13 @@ impl<'a> ToolRunner<'a> {
                 bytes_in: checked.bytes_in,
                 arguments: checked.kept_args,
                 decision: checked.decision,
-                sandbox_profile: self.sandbox_profile.clone(),
+                sandbox_profile,
                 status: result.status,
                 error: result.error.as_ref().map(|e| e.message.clone()),
                 duration_ms,
                 timestamp: warden_trace::now_rfc3339(),
                 bytes_out: bytes_out as u64,
-                summary: result
-                    .output
-                    .as_ref()
-                    .and_then(|o| summary(&checked.name, o)),
+                summary,
             };
             store.record(&event)?;
             // This call is the turn: what it changed is kept for `warden undo`.

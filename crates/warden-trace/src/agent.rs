@@ -224,6 +224,38 @@ impl TraceStore {
         Ok(events)
     }
 
+    /// The events of run `session`, in order: when, kind and payload.
+    pub fn agent_events_timed(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<(String, String, Value)>, TraceError> {
+        let mut stmt = self
+            .conn()
+            .prepare(
+                "SELECT timestamp, kind, data FROM agent_events WHERE session_id = ?1 ORDER BY id",
+            )
+            .map_err(|source| self.sqlite_error(source))?;
+        let rows = stmt
+            .query_map([session.as_str()], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|source| self.sqlite_error(source))?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (time, kind, data) = row.map_err(|source| self.sqlite_error(source))?;
+            events.push((
+                time,
+                kind,
+                serde_json::from_str(&data).unwrap_or(Value::Null),
+            ));
+        }
+        Ok(events)
+    }
+
     /// The events of run `session`, in order: kind and payload.
     pub fn agent_events(&self, session: &SessionId) -> Result<Vec<(String, Value)>, TraceError> {
         let mut stmt = self

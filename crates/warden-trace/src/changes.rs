@@ -104,6 +104,36 @@ impl TraceStore {
             .map_err(|e| self.sqlite_error(e))
     }
 
+    /// Every change of `session`, undone ones too, each with whether it was undone.
+    pub fn all_changes(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<(StoredChange, bool)>, TraceError> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, turn, path, before_sha256, after_sha256, undone FROM file_changes
+                 WHERE session_id = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.sqlite_error(e))?;
+        let rows = stmt
+            .query_map(params![session.as_str()], |row| {
+                Ok((
+                    StoredChange {
+                        id: row.get(0)?,
+                        turn: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                        path: PathBuf::from(row.get::<_, String>(2)?),
+                        before_sha256: row.get(3)?,
+                        after_sha256: row.get(4)?,
+                    },
+                    row.get::<_, i64>(5)? != 0,
+                ))
+            })
+            .map_err(|e| self.sqlite_error(e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sqlite_error(e))
+    }
+
     /// A kept content by its digest.
     pub fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, TraceError> {
         self.conn()

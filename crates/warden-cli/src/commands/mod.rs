@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod audit;
 mod config;
 mod context;
 mod exec;
@@ -43,6 +44,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Exit, CliError> {
         Command::Tools(args) => tool::list(dir, &args),
         Command::Mcp(command) => mcp::run(dir, command),
         Command::Hooks(command) => hooks::run(dir, command),
+        Command::Audit(args) => audit::run(&args),
         Command::Trace(command) => trace::run(&command),
         Command::Config(command) => config::run(dir, &command),
         Command::Policy(command) => policy::run(dir, command),

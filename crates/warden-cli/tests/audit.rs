@@ -1,0 +1,183 @@
+//! `warden audit` of real sessions: a run on a terminal that reads a file, edits it (approved),
+//! runs a command that writes a file (approved), is denied a secret, and one that made no call;
+//! every answer checked in the JSON, the same facts found in the text and the Markdown; a trace
+//! that is missing or not a trace is said, and no report is written.
+
+use serde_json::{Value, json};
+use warden_fake_provider::{Call, FakeProvider, Reply, openai};
+
+use crate::support::{Project, on_a_terminal, sandbox_available, warden_run};
+
+fn model_calling(calls: &[Call<'_>]) -> FakeProvider {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
+        .collect();
+    replies.push(openai::text("Done.").fast());
+    FakeProvider::start(replies)
+}
+
+fn audit_json(p: &Project, args: &[&str]) -> Value {
+    let mut words = vec!["audit", "--format", "json"];
+    words.extend_from_slice(args);
+    let out = p.run(&words);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_session_s_reads_changes_commands_denials_and_approvals_in_every_format() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
+    std::fs::write(p.home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    p.write("notes.txt", "first\nsecond\n");
+    let server = model_calling(&[
+        Call::new("r1", "readFile", &json!({"path": "notes.txt"})),
+        Call::new(
+            "e1",
+            "editFile",
+            &json!({"path": "notes.txt", "oldString": "second", "newString": "second, edited\nthird"}),
+        ),
+        Call::new(
+            "b1",
+            "bash",
+            &json!({"command": "echo made > by-command.txt"}),
+        ),
+        Call::new("b2", "bash", &json!({"command": "cat ~/.ssh/id_rsa"})),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let argv = [
+        env!("CARGO_BIN_EXE_warden"),
+        "run",
+        "--model",
+        "openai/test-model",
+        "--base-url",
+        &base,
+        "tidy the notes",
+    ];
+    let run = on_a_terminal(&p, &argv, &["o", "o"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(p.root().join("by-command.txt").exists(), "{}", run.stdout);
+    let report = audit_json(&p, &[]);
+    assert_eq!(report["schema"], "warden.audit/1");
+    let s = &report["sessions"][0];
+    // Read once, lines 1-2, by readFile.
+    let read = &s["files_read"][0];
+    assert_eq!(read["path"], "notes.txt", "{s}");
+    assert_eq!(read["ranges"], json!(["1-2"]));
+    // Changed by the edit: one line out, two in, the call that undoes it named.
+    let changed = s["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("notes.txt"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert_eq!(
+        (changed["added"].as_u64(), changed["removed"].as_u64()),
+        (Some(2), Some(1)),
+        "{changed}"
+    );
+    assert_eq!(changed["tools"], json!(["editFile"]));
+    assert!(
+        changed["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+second, edited"),
+        "{changed}"
+    );
+    // The command, with its exit and the sandbox it ran in (not "none").
+    let commands = s["commands"].as_array().unwrap();
+    let made = commands
+        .iter()
+        .find(|c| c["command"] == "echo made > by-command.txt")
+        .unwrap();
+    assert_eq!(made["exit_code"], 0);
+    assert_ne!(made["sandbox_profile"], "none", "{made}");
+    // Denied: the key, by the layer that refused it.
+    let denied = &s["denied"][0];
+    assert_eq!(denied["target"], "cat ~/.ssh/id_rsa", "{s}");
+    assert_eq!(denied["layer"], "path_sandbox");
+    // Two approvals, each once.
+    let approvals = s["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 2, "{s}");
+    assert!(
+        approvals.iter().all(|a| a["answer"] == "once"),
+        "{approvals:?}"
+    );
+    assert_eq!(s["status"], "finished");
+    assert_eq!(report["totals"]["denied"], 1);
+    // The same facts, as text and as Markdown.
+    for format in ["text", "md"] {
+        let out = p.run(&["audit", "--format", format]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        for fact in [
+            "notes.txt",
+            "echo made > by-command.txt",
+            "cat ~/.ssh/id_rsa",
+            "path_sandbox",
+            "once",
+        ] {
+            assert!(
+                out.stdout.contains(fact),
+                "{format}: {fact}:\n{}",
+                out.stdout
+            );
+        }
+    }
+    let md = p.run(&["audit", "--format", "md"]).stdout;
+    assert!(md.contains("| notes.txt | 1-2 |"), "{md}");
+    assert!(md.contains("```diff"), "{md}");
+}
+
+#[test]
+fn a_session_without_calls_a_missing_trace_and_a_broken_one() {
+    let p = Project::new();
+    // Nothing recorded yet: said, and nothing written (not even an empty trace).
+    let report = p.tmp().join("report.json");
+    let out = p.run(&["audit", "-o", report.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nothing has been recorded yet"),
+        "{}",
+        out.stderr
+    );
+    assert!(!report.exists());
+    assert!(!p.home.join("warden/trace.db").exists());
+    // A run that made no call: its audit holds nothing but its usage.
+    let server = FakeProvider::start(vec![openai::text("Hello.").fast()]);
+    let run = warden_run(&p, &server, &[], "say hello");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = p.run(&["audit", "--format", "json", "-o", report.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let s = &written["sessions"][0];
+    for key in [
+        "files_read",
+        "files_changed",
+        "commands",
+        "denied",
+        "approvals",
+    ] {
+        assert_eq!(s[key], json!([]), "{key}: {s}");
+    }
+    assert_eq!(s["usage"]["turns"], 1, "{s}");
+    // A trace that is not one: said, the earlier report left as it was.
+    std::fs::remove_file(&report).unwrap();
+    for extra in ["trace.db-wal", "trace.db-shm"] {
+        let _ = std::fs::remove_file(p.home.join("warden").join(extra));
+    }
+    std::fs::write(p.home.join("warden/trace.db"), "not a database, not at all").unwrap();
+    let out = p.run(&["audit", "-o", report.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("trace"), "{}", out.stderr);
+    assert!(!report.exists());
+    // An unknown session is a usage error.
+    let p = Project::new();
+    let server = FakeProvider::start(vec![openai::text("Hello.").fast()]);
+    warden_run(&p, &server, &[], "hi");
+    let out = p.run(&["audit", "no-such-session"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
