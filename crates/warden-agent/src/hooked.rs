@@ -49,7 +49,11 @@ impl Agent<'_> {
                 exit: ran.exit,
                 timed_out: ran.timed_out,
                 decision: ran.decision.clone(),
-                error: ran.error.clone(),
+                // What a failing hook said on standard error: its first words, redacted.
+                error: ran
+                    .error
+                    .as_deref()
+                    .map(|e| self.shield.redact(&warden_protocol::short(e, 400))),
             });
         }
         for message in &outcome.notices {
@@ -134,18 +138,68 @@ impl Agent<'_> {
         Ok(())
     }
 
-    /// `PreToolUse`: the call's arguments as its hooks leave them, and what they said.
-    pub(crate) fn pre_tool_use(&mut self, call: &ToolCall, args: Value) -> (Value, Outcome) {
+    /// The hooks of a tool event for `call` with `args`: once, or once per file a patch
+    /// touches (each shown as its own file), what they said together.
+    fn tool_hooks(
+        &mut self,
+        event: HookEvent,
+        call: &ToolCall,
+        args: &Value,
+        extra: &Map<String, Value>,
+    ) -> Outcome {
         let cwd = self.settings.cwd.clone();
-        let outcome = self.hook(
-            HookEvent::PreToolUse,
-            &[claude_name(&call.name), &call.name],
-            &fields(json!({
+        let input = claude_input(&call.name, args, &cwd);
+        let mut outcome = Outcome::default();
+        for input in warden_hooks::per_file(&input) {
+            let mut fields = fields(json!({
                 "tool_name": claude_name(&call.name),
-                "tool_input": claude_input(&call.name, &args, &cwd),
+                "tool_input": input,
                 "tool_use_id": call.id,
-            })),
-        );
+            }));
+            fields.extend(extra.clone());
+            let one = self.hook(event, &warden_hooks::matched_as(&call.name), &fields);
+            outcome.merge(one);
+        }
+        outcome
+    }
+
+    /// `PreToolUse`: the call's arguments as its hooks leave them, and what they said. Changed
+    /// arguments go through the hooks once more, as the call that will be decided.
+    pub(crate) fn pre_tool_use(&mut self, call: &ToolCall, args: Value) -> (Value, Outcome) {
+        if !self.hooks.listens(HookEvent::PreToolUse) {
+            return (args, Outcome::default());
+        }
+        let cwd = self.settings.cwd.clone();
+        let mut outcome = self.tool_hooks(HookEvent::PreToolUse, call, &args, &Map::new());
+        let mut args = args;
+        if let Some(updated) = outcome.updated_input.clone()
+            && !outcome.denied()
+        {
+            args = warden_input(&call.name, &updated, &cwd);
+            self.publish(&Event::HookNotice {
+                message: self.shield.redact(&format!(
+                    "a hook changed the arguments of {} to {}",
+                    call.name,
+                    warden_protocol::short(&args.to_string(), 300)
+                )),
+            });
+            // The changed call, as it will be decided, before every hook: a hook changing it
+            // again refuses it.
+            let mut again = self.tool_hooks(HookEvent::PreToolUse, call, &args, &Map::new());
+            if again
+                .updated_input
+                .as_ref()
+                .is_some_and(|u| warden_input(&call.name, u, &cwd) != args)
+            {
+                again.verdict = Some(Verdict::Deny);
+                again
+                    .reasons
+                    .push("the hooks kept changing the call's input".to_owned());
+            }
+            again.updated_input = None;
+            outcome.updated_input = None;
+            outcome.merge(again);
+        }
         let notes = self.labelled(&outcome);
         if !notes.is_empty() {
             self.hook_notes
@@ -153,12 +207,6 @@ impl Agent<'_> {
                 .or_default()
                 .extend(notes);
         }
-        let args = match &outcome.updated_input {
-            // Changed arguments are checked against the tool's schema and decided from the
-            // start, like any others.
-            Some(updated) if !outcome.denied() => warden_input(&call.name, updated, &cwd),
-            _ => args,
-        };
         (args, outcome)
     }
 
@@ -186,7 +234,11 @@ impl Agent<'_> {
                     d.layer = PolicyLayer::Hook;
                 }
             }
-            Some(Verdict::Allow) if d.decision == DecisionKind::RequireApproval => {
+            // A tool whose definition changed since it was pinned is a person's question.
+            Some(Verdict::Allow)
+                if d.decision == DecisionKind::RequireApproval
+                    && self.registry.held(&checked.name).is_none() =>
+            {
                 d.reason = format!(
                     "allowed by a hook ({}); the policy asked: {}",
                     or_none(&reason),
@@ -210,22 +262,15 @@ impl Agent<'_> {
         checked: &mut Checked,
     ) -> Result<bool, Flow> {
         let cwd = self.settings.cwd.clone();
-        let outcome = self.hook(
-            HookEvent::PermissionRequest,
-            &[claude_name(&call.name), &call.name],
-            &fields(json!({
-                "tool_name": claude_name(&call.name),
-                "tool_input": claude_input(&call.name, &checked.args, &cwd),
-                "tool_use_id": call.id,
-                "reason": checked.decision.reason,
-            })),
-        );
+        let reason = fields(json!({"reason": checked.decision.reason}));
+        let outcome = self.tool_hooks(HookEvent::PermissionRequest, call, &checked.args, &reason);
         if let Some(why) = &outcome.stop {
             return Err(Flow::End(Status::Error(format!(
                 "a PermissionRequest hook stopped the run: {why}"
             ))));
         }
-        let plain = checked.decision.decision == DecisionKind::RequireApproval;
+        let plain = checked.decision.decision == DecisionKind::RequireApproval
+            && self.registry.held(&checked.name).is_none();
         match outcome.verdict {
             Some(Verdict::Deny) => {
                 let d = &mut checked.decision;
@@ -272,24 +317,23 @@ impl Agent<'_> {
         result: &ToolResult,
     ) -> (Vec<String>, Option<String>) {
         let mut notes = self.hook_notes.remove(&call.id).unwrap_or_default();
-        let cwd = self.settings.cwd.clone();
-        let mut fields = fields(json!({
-            "tool_name": claude_name(&call.name),
-            "tool_input": claude_input(&call.name, &checked.args, &cwd),
-            "tool_use_id": call.id,
-        }));
+        let mut extra = Map::new();
         let event = if result.status == ToolStatus::Ok {
-            fields.insert(
+            extra.insert(
                 "tool_response".to_owned(),
                 result.output.clone().unwrap_or(Value::Null),
             );
             HookEvent::PostToolUse
         } else {
             let error = result.error.as_ref().map(|e| e.message.clone());
-            fields.insert("error".to_owned(), json!(error));
+            extra.insert("error".to_owned(), json!(error));
             HookEvent::PostToolUseFailure
         };
-        let outcome = self.hook(event, &[claude_name(&call.name), &call.name], &fields);
+        let outcome = if self.hooks.listens(event) {
+            self.tool_hooks(event, call, &checked.args, &extra)
+        } else {
+            Outcome::default()
+        };
         if outcome.blocked {
             let feedback = outcome.reason();
             notes.push(self.shield.wrap("hook feedback", or_none(&feedback)));

@@ -208,7 +208,7 @@ impl Sink for Human {
                 "  {} ({}): {}",
                 decision.as_str(),
                 risk.map_or_else(|| "null".to_owned(), |r| format!("{r:?}")),
-                short(reason, 200)
+                warden_protocol::printable(&short(reason, 200))
             )),
             Event::ApprovalResolved { answer, .. } => {
                 self.note(&format!("  approval: {}", answer.as_str()));
@@ -302,9 +302,10 @@ impl Human {
                 ..
             } if decision.is_some() || error.is_some() => self.note(&format!(
                 "  hook ({hook_event}): {}",
-                error
-                    .as_deref()
-                    .map_or_else(|| decision.clone().unwrap_or_default(), |e| short(e, 200))
+                error.as_deref().map_or_else(
+                    || decision.clone().unwrap_or_default(),
+                    |e| { warden_protocol::printable(&short(e, 200)) }
+                )
             )),
             Event::HookNotice { message } => self.note(&format!(
                 "  hook: {}",

@@ -1,6 +1,6 @@
 //! Files that run code on the host later: the shell's start-up files, direnv's `.envrc`, git's
 //! hooks and configuration (a submodule's too, and the directory `core.hooksPath` names), the
-//! editors' project settings, warden's own. No tool may write them and no command may change or
+//! editors' project settings, warden's own and Claude Code's (whose hook scripts run as the user). No tool may write them and no command may change or
 //! create them, in any root it can write: one list, for the policy and the sandbox alike.
 
 use std::path::{Path, PathBuf};
@@ -27,6 +27,8 @@ pub const AUTO_RUN: &[&str] = &[
     ".idea",
     ".husky",
     ".warden",
+    // Claude Code's settings and the hook scripts they name, which warden's hooks run too.
+    ".claude",
 ];
 
 /// How many directories of `.git/modules` are looked into for submodules' git directories.

@@ -44,6 +44,15 @@ pub fn claude_hooks(text: &str) -> Result<ClaudeHooks, String> {
                 .as_str()
                 .filter(|m| !m.is_empty() && *m != "*")
                 .map(str::to_owned);
+            if let Some(bad) = matcher
+                .as_deref()
+                .filter(|m| regex::Regex::new(&format!("^(?:{m})$")).is_err())
+            {
+                found.not_imported.push(format!(
+                    "{name} ({bad}): the matcher is not a regular expression"
+                ));
+                continue;
+            }
             for hook in group["hooks"].as_array().into_iter().flatten() {
                 let kind = hook["type"].as_str().unwrap_or("command");
                 let Some(command) = hook["command"].as_str().filter(|_| kind == "command") else {

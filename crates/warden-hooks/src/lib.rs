@@ -16,7 +16,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 use warden_config::{Hook, HookEvent, HookOnError, Hooks};
 
-pub use names::{claude_input, claude_name, warden_input, warden_name};
+pub use names::{
+    claude_input, claude_name, matched_as, per_file, resolved, warden_input, warden_name,
+};
 pub use outcome::{Outcome, Ran, Verdict};
 
 /// The session a hook hears about.
@@ -26,8 +28,8 @@ pub struct Session {
     /// A JSON-lines export of the session's trace (`warden trace export`'s lines).
     pub transcript_path: Option<PathBuf>,
     pub cwd: PathBuf,
-    /// Claude Code's name for the permission mode (`default`, `plan`, `acceptEdits`,
-    /// `bypassPermissions`; warden's `auto` is `default`).
+    /// Claude Code's name for the permission mode (`default`, `plan`, `acceptEdits`, `auto`,
+    /// `bypassPermissions`).
     pub permission_mode: String,
 }
 

@@ -33,6 +33,17 @@ pub fn claude_name(warden: &str) -> &str {
     }
 }
 
+/// The names a matcher is tried against for the warden tool `warden`: Claude Code's and
+/// warden's — and for a patch, which changes and makes files, `Edit` and `Write` too, so that a
+/// hook on file changes is not passed by with a patch.
+pub fn matched_as(warden: &str) -> Vec<&str> {
+    let mut names = vec![claude_name(warden), warden];
+    if warden == "apply_patch" {
+        names.extend(["Edit", "Write"]);
+    }
+    names
+}
+
 /// warden's name for a tool named the Claude Code way (the name itself when there is none).
 pub fn warden_name(claude: &str) -> &str {
     match claude {
@@ -86,11 +97,18 @@ pub fn claude_input(warden: &str, args: &Value, cwd: &Path) -> Value {
         out.insert(renamed.to_owned(), value.clone());
     }
     if let Some(Value::String(path)) = out.get("file_path") {
-        let absolute = cwd.join(path);
+        let absolute = resolved(&cwd.join(path));
         out.insert(
             "file_path".to_owned(),
             Value::String(absolute.display().to_string()),
         );
+    }
+    // What an edit puts in, under Claude Code's name, whichever of warden's forms it takes.
+    if warden == "editFile"
+        && !out.contains_key("new_string")
+        && let Some(text) = out.get("newText").or_else(|| out.get("diff")).cloned()
+    {
+        out.insert("new_string".to_owned(), text);
     }
     match warden {
         "readFile" => {
@@ -115,7 +133,7 @@ pub fn claude_input(warden: &str, args: &Value, cwd: &Path) -> Value {
             if let Some(Value::String(patch)) = out.get("patch") {
                 let files: Vec<Value> = patch_files(patch)
                     .into_iter()
-                    .map(|f| Value::String(cwd.join(f).display().to_string()))
+                    .map(|f| Value::String(resolved(&cwd.join(f)).display().to_string()))
                     .collect();
                 out.insert("file_paths".to_owned(), Value::Array(files));
             }
@@ -165,10 +183,70 @@ pub fn warden_input(warden: &str, updated: &Value, cwd: &Path) -> Value {
         }
         "apply_patch" => {
             out.remove("file_paths");
+            out.remove("file_path");
+        }
+        "editFile" => {
+            // `new_string` shown for a line range or a diff comes back as it went.
+            let shown = ["newText", "diff"]
+                .iter()
+                .any(|k| out.get(*k).is_some() && out.get(*k) == out.get("newString"));
+            if shown {
+                out.remove("newString");
+            }
         }
         _ => {}
     }
     Value::Object(out)
+}
+
+/// `path` as the file system has it: `.` and `..` taken out, and the symbolic links of the
+/// part that exists followed — so that a hook sees where a call really goes.
+pub fn resolved(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut lexical = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    // The deepest part that exists, its links followed, and the rest as written.
+    let mut existing = lexical.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match existing.file_name() {
+            Some(name) => rest.push(name.to_owned()),
+            None => return lexical,
+        }
+        if !existing.pop() {
+            return lexical;
+        }
+    }
+    let mut real = existing.canonicalize().unwrap_or(existing);
+    for name in rest.iter().rev() {
+        real.push(name);
+    }
+    real
+}
+
+/// Each file a patch touches, as its own input in Claude Code's shape (`file_path`, with the
+/// whole patch): a hook written for one file at a time sees every one.
+pub fn per_file(input: &Value) -> Vec<Value> {
+    let files = input["file_paths"].as_array().cloned().unwrap_or_default();
+    if files.is_empty() {
+        return vec![input.clone()];
+    }
+    files
+        .into_iter()
+        .map(|file| {
+            let mut one = input.clone();
+            one["file_path"] = file;
+            one
+        })
+        .collect()
 }
 
 /// The files a patch names (`*** Add File:`, `*** Update File:`, `*** Delete File:`,

@@ -74,6 +74,31 @@ impl Outcome {
         self.verdict == Some(Verdict::Deny)
     }
 
+    /// Takes in what the hooks of another run of the same event said (a patch's next file):
+    /// the strictest answer stands, and two different new inputs refuse the call.
+    pub fn merge(&mut self, other: Outcome) {
+        self.runs.extend(other.runs);
+        if let Some(verdict) = other.verdict {
+            self.verdict = Some(self.verdict.map_or(verdict, |v| v.max(verdict)));
+        }
+        self.reasons.extend(other.reasons);
+        self.blocked |= other.blocked;
+        match (&self.updated_input, other.updated_input) {
+            (Some(mine), Some(theirs)) if *mine != theirs => {
+                self.verdict = Some(Verdict::Deny);
+                self.reasons
+                    .push("two hooks changed the call's input differently".to_owned());
+            }
+            (None, theirs @ Some(_)) => self.updated_input = theirs,
+            _ => {}
+        }
+        self.context.extend(other.context);
+        if self.stop.is_none() {
+            self.stop = other.stop;
+        }
+        self.notices.extend(other.notices);
+    }
+
     /// The reasons, as one line.
     pub fn reason(&self) -> String {
         self.reasons.join("; ")
@@ -174,7 +199,18 @@ impl Outcome {
 
     /// A hook that exited 0: its standard output, JSON or text.
     fn answered(&mut self, event: HookEvent, hook: &Hook, stdout: &str, ran: &mut Ran) {
-        let text = stdout.trim();
+        let text = stdout.trim().trim_start_matches('\u{feff}').trim_start();
+        // Lines a hook logged before its answer: the answer is its last line.
+        let text = if text.starts_with('{') {
+            text
+        } else {
+            text.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .filter(|l| l.starts_with('{'))
+                .unwrap_or(text)
+        };
         if !text.starts_with('{') {
             // Plain text is context where Claude Code takes it so, else only reported.
             if !text.is_empty()

@@ -71,12 +71,16 @@ pub(crate) fn run(
     // A hook that does not read its input must not block warden writing it.
     let mut stdin = child.stdin.take();
     let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         if let Some(stdin) = stdin.as_mut() {
             let _ = stdin.write_all(&input);
         }
     });
-    let readers = [
+    // Its outputs are read on threads that report when they are done: something it started
+    // and left behind can hold them open past the hook itself, and is not waited for beyond
+    // the hook's time.
+    let (done, finished) = std::sync::mpsc::channel::<(usize, String)>();
+    let streams: [Option<Box<dyn Read + Send>>; 2] = [
         child
             .stdout
             .take()
@@ -85,8 +89,14 @@ pub(crate) fn run(
             .stderr
             .take()
             .map(|e| Box::new(e) as Box<dyn Read + Send>),
-    ]
-    .map(|stream| std::thread::spawn(move || stream.map(capped).unwrap_or_default()));
+    ];
+    for (which, stream) in streams.into_iter().enumerate() {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let _ = done.send((which, stream.map(capped).unwrap_or_default()));
+        });
+    }
+    drop(done);
     let deadline = started + timeout;
     let mut timed_out = false;
     let status = loop {
@@ -101,10 +111,23 @@ pub(crate) fn run(
             Err(_) => break None,
         }
     };
-    // What it started and left behind (holding its output open) goes with it.
+    // What it started in its group goes with it.
     kill_group(pid);
-    let _ = writer.join();
-    let [stdout, stderr] = readers.map(|r| r.join().unwrap_or_default());
+    let mut outputs = [String::new(), String::new()];
+    let mut read = 0;
+    while read < 2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok((which, text)) = finished.recv_timeout(left.max(Duration::from_millis(50))) {
+            outputs[which] = text;
+            read += 1;
+        } else {
+            // Its output is still held open by something it left running: past its time, the
+            // run counts as timed out.
+            timed_out = true;
+            break;
+        }
+    }
+    let [stdout, stderr] = outputs;
     Finished {
         code: if timed_out {
             None

@@ -117,6 +117,38 @@ fn the_strictest_answer_stands_and_two_different_new_inputs_refuse() {
 }
 
 #[test]
+fn a_hook_is_not_waited_for_past_its_time_even_when_its_output_is_held_open() {
+    let allow = says(&json!({"hookSpecificOutput": {"permissionDecision": "allow"}}));
+    // It answers at once, but leaves behind, in a session of its own, something holding its
+    // output open.
+    let mut lingering = hook(
+        HookEvent::PreToolUse,
+        None,
+        &format!("(setsid sleep 30 &); {allow}"),
+    );
+    lingering.timeout_seconds = 1;
+    let out = run(vec![lingering], HookEvent::PreToolUse, &["Bash"], json!({}));
+    assert!(out.runs[0].timed_out, "{:?}", out.runs);
+    assert!(out.denied(), "{:?}", out.reasons);
+}
+
+#[test]
+fn an_answer_after_a_byte_order_mark_or_logged_lines_is_read() {
+    for printed in [
+        "printf '\\357\\273\\277{\"decision\": \"block\", \"reason\": \"bom\"}'",
+        "echo checking; echo '{\"decision\": \"block\", \"reason\": \"logged\"}'",
+    ] {
+        let out = run(
+            vec![hook(HookEvent::PreToolUse, None, printed)],
+            HookEvent::PreToolUse,
+            &["Bash"],
+            json!({}),
+        );
+        assert!(out.denied(), "{printed}: {:?} {:?}", out.reasons, out.runs);
+    }
+}
+
+#[test]
 fn a_matcher_takes_either_name_and_nothing_else() {
     let deny = "exit 2";
     let hooks = || vec![hook(HookEvent::PreToolUse, Some("Edit|Write"), deny)];

@@ -80,8 +80,12 @@ fn test(dir: Option<PathBuf>, event: &str, input: &str) -> Result<Exit, CliError
     let mut subjects: Vec<String> = Vec::new();
     if let Some(tool) = fields.get("tool_name").and_then(Value::as_str) {
         subjects.push(tool.to_owned());
-        subjects.push(warden_hooks::warden_name(tool).to_owned());
-        subjects.push(warden_hooks::claude_name(tool).to_owned());
+        let warden = warden_hooks::warden_name(tool);
+        subjects.extend(
+            warden_hooks::matched_as(warden)
+                .into_iter()
+                .map(str::to_owned),
+        );
     }
     for key in ["source", "trigger", "reason", "notification_type"] {
         if let Some(value) = fields.get(key).and_then(Value::as_str) {
@@ -122,21 +126,26 @@ fn default_files(project: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     files
 }
 
-/// Where the hooks of Claude Code's `file` go: a project's to the project's matching file, the
-/// user's (and any other) to the user's settings.
-fn target(file: &Path, project: &Path) -> Result<PathBuf, CliError> {
+/// Where the hooks of Claude Code's `file` go: the user's own (`~/.claude/settings.json`) to
+/// the user's settings; any other — the project's, or a file anywhere else, which the user did
+/// not necessarily write — to the project's files, which run only once the project is trusted.
+fn target(file: &Path, project: &Path, home: Option<&Path>) -> Result<PathBuf, CliError> {
     let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
-    if file.starts_with(project.join(".claude")) {
-        let name = if file.file_name().is_some_and(|n| n == "settings.local.json") {
-            "settings.local.toml"
-        } else {
-            "settings.toml"
-        };
-        return Ok(project.join(".warden").join(name));
+    let users = home.is_some_and(|home| file.starts_with(home.join(".claude")))
+        && !file.starts_with(project);
+    if users {
+        return warden_config::user_config_dir()
+            .map(|dir| dir.join("settings.toml"))
+            .ok_or_else(|| {
+                CliError::usage(anyhow!("no user settings directory (HOME is not set)"))
+            });
     }
-    warden_config::user_config_dir()
-        .map(|dir| dir.join("settings.toml"))
-        .ok_or_else(|| CliError::usage(anyhow!("no user settings directory (HOME is not set)")))
+    let name = if file.file_name().is_some_and(|n| n == "settings.local.json") {
+        "settings.local.toml"
+    } else {
+        "settings.toml"
+    };
+    Ok(project.join(".warden").join(name))
 }
 
 fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit, CliError> {
@@ -157,7 +166,7 @@ fn import(dir: Option<PathBuf>, file: Option<PathBuf>, yes: bool) -> Result<Exit
             .map_err(|e| CliError::usage(anyhow!("{}: {e}", file.display())))?;
         let found = warden_config::claude_hooks(&text)
             .map_err(|e| CliError::usage(anyhow!("{}: {e}", file.display())))?;
-        let to = target(file, &settings.project_root)?;
+        let to = target(file, &settings.project_root, home.as_deref())?;
         for why in &found.not_imported {
             println!("not imported ({}): {}", file.display(), p(why));
             skipped += 1;

@@ -102,6 +102,14 @@ fn pre_tool_use_hooks_refuse_ask_and_change_calls_and_see_claude_code_s_shapes()
         write("w2", "ask.txt"),
         write("w3", "deny.txt"),
         write("w4", "moved.txt"),
+        // A patch whose second file the hook refuses: it sees every file.
+        Call::new(
+            "p1",
+            "apply_patch",
+            &json!({"patch": "*** Begin Patch\n*** Add File: first.txt\n+a\n*** Add File: deny.txt\n+b\n*** End Patch\n"}),
+        ),
+        // The hooks' scripts are not the model's to change.
+        write("w5", ".claude/hooks/check.sh"),
     ]);
     let out = run(&p, &server, &["--mode", "accept-edits"], "fix it", &log);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -129,6 +137,19 @@ fn pre_tool_use_hooks_refuse_ask_and_change_calls_and_see_claude_code_s_shapes()
     );
     assert!(!p.root().join("moved.txt").exists());
     assert!(p.root().join("redirected.txt").exists(), "{sent:?}");
+    assert!(
+        out.stdout
+            .contains("a hook changed the arguments of writeFile"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        result(&sent, "p1").contains("refused by a hook: not this file"),
+        "{sent:?}"
+    );
+    assert!(!p.root().join("first.txt").exists());
+    assert!(!p.root().join(".claude/hooks/check.sh").exists());
+    assert!(result(&sent, "w5").contains("policy_denied"), "{sent:?}");
     // After a write, the hook's context reaches the model, labelled with the hook.
     let plain = result(&sent, "w1");
     assert!(plain.contains("the formatter ran on plain.txt"), "{plain}");

@@ -15,7 +15,7 @@ use crate::merge::merge_struct;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHooks {
-    /// When a session starts or resumes (matcher: `startup`, `resume` or `compact`). Default none.
+    /// When a session starts or resumes (matcher: `startup` or `resume`). Default none.
     #[serde(rename = "SessionStart")]
     pub session_start: Option<Vec<RawHook>>,
     /// When the person's prompt is about to reach the model; may block it or add context. Default none.

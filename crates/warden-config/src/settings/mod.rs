@@ -161,6 +161,8 @@ impl WardenDirs {
                 "trace.db",
                 "trace.db-wal",
                 "trace.db-shm",
+                // The sessions' transcripts hooks read.
+                "transcripts",
             ] {
                 files.push(data.join(name));
             }

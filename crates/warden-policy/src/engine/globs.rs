@@ -39,6 +39,7 @@ const PROTECTED_NAMES: &[&str] = &[
     "tasks.json",
     ".husky",
     ".warden",
+    ".claude",
     ".github",
     "workflows",
     ".config",
