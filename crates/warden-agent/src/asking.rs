@@ -189,9 +189,10 @@ impl Asking<'_> {
         let network = escalation
             && (checked.name == "webFetch"
                 || checked.name == "bash" && needs_network(self.engine, &checked.args));
-        let mut remembered_as = None;
+        // Refused before anyone is asked: not a person's answer.
+        let unasked = escalation && !network;
         let answer = match self.approver {
-            Some(_) | None if escalation && !network => Answer::Deny(Some(
+            Some(_) | None if unasked => Answer::Deny(Some(
                 "this needs a wider sandbox than the session has (writing outside the writable \
                  roots); warden grants only the network for one command — ask the user to add \
                  the path to [sandbox.filesystem] allow_write"
@@ -209,6 +210,39 @@ impl Asking<'_> {
             }),
             // `--on-ask allow` was applied by the runner already; what is left is refused.
             None => Answer::Deny(None),
+        };
+        let (answer, remembered_as) =
+            self.apply(checked, answer, unasked, network, &remembered, new_rules);
+        publish(&Event::ApprovalResolved {
+            tool: checked.name.clone(),
+            answer: answer.kind(),
+            of: Resolved::Rule {
+                rule: remembered_as.or(rule),
+            },
+        });
+    }
+
+    /// Applies the person's answer to the call: the answer as it counted, and the rule it
+    /// remembered.
+    fn apply(
+        &self,
+        checked: &mut Checked,
+        answer: Answer,
+        unasked: bool,
+        network: bool,
+        remembered: &Remembered,
+        new_rules: &mut Vec<String>,
+    ) -> (Answer, Option<String>) {
+        let mut remembered_as = None;
+        // A rewrite is approved as itself, once: no answer runs the call as it was asked, or
+        // remembers a rule for it.
+        let answer = match answer {
+            Answer::Session | Answer::Always | Answer::Wider { .. }
+                if checked.decision.decision == DecisionKind::Rewrite =>
+            {
+                Answer::Once
+            }
+            other => other,
         };
         match &answer {
             Answer::Once | Answer::Session | Answer::Always | Answer::Wider { .. } if network => {
@@ -230,10 +264,15 @@ impl Asking<'_> {
             }
             Answer::Once => checked.approve("approved once by the user"),
             Answer::Session | Answer::Always | Answer::Wider { .. } => {
-                remembered_as = self.remember_answer(checked, &answer, &remembered, new_rules);
+                remembered_as = self.remember_answer(checked, &answer, remembered, new_rules);
             }
             // No one to ask: the call stays unapproved, and the model is told it needs approval.
             Answer::Deny(None) if self.approver.is_none() => {}
+            Answer::Deny(Some(why)) if unasked => {
+                let d = &mut checked.decision;
+                d.reason = format!("{why}: {}", d.reason);
+                d.decision = DecisionKind::Deny;
+            }
             Answer::Deny(message) => {
                 let how = match message {
                     Some(m) => format!("denied by the user, who says: {m}"),
@@ -242,13 +281,7 @@ impl Asking<'_> {
                 checked.refuse(&how);
             }
         }
-        publish(&Event::ApprovalResolved {
-            tool: checked.name.clone(),
-            answer: answer.kind(),
-            of: Resolved::Rule {
-                rule: remembered_as.or(rule),
-            },
-        });
+        (answer, remembered_as)
     }
 
     /// Approves a call for the session or always, and remembers the rule the person chose: the

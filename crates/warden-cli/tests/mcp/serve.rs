@@ -231,20 +231,42 @@ fn a_stateless_client_answers_by_calling_again() {
             seen.out
         );
     }
-    // Allowed for the connection (the rule `Bash(git push *)`), the same kind of command is not
-    // asked about again; it runs (and fails: the project has no remote).
+    // "For this connection" is not offered to a client without one, and that answer, sent
+    // anyway, is refused: each call is asked about, and neither runs.
     let twice = json!([
         ["bash", {"command": "git push origin main"}],
         ["bash", {"command": "git push origin other"}],
     ]);
     let seen = run_client(&p, &python, &twice, &[], Some("session"), modern);
+    assert_eq!(seen.asked.len(), 2, "{}", seen.out);
+    assert_eq!(
+        seen.asked[0]["choices"],
+        json!(["once", "always", "deny"]),
+        "{}",
+        seen.out
+    );
+    for n in 0..2 {
+        assert!(seen.call(n).1.contains("did not offer"), "{}", seen.out);
+    }
+    // Over a connection it is offered (the rule `Bash(git push *)`), and holds for that
+    // connection's next call — which runs, and fails: the project has no remote — not for the
+    // next connection's.
+    let seen = run_client(&p, &python, &twice, &[], Some("session"), LEGACY);
     assert_eq!(seen.asked.len(), 1, "{}", seen.out);
     for n in 0..2 {
         assert!(seen.call(n).1.contains("exitCode"), "{}", seen.out);
     }
-    // A new connection starts without it.
-    let seen = run_client(&p, &python, &twice, &[], Some("deny"), modern);
+    let seen = run_client(&p, &python, &twice, &[], Some("deny"), LEGACY);
     assert_eq!(seen.asked.len(), 2, "{}", seen.out);
+    // A rewrite is run only as itself: an answer that would run the call as asked is not one
+    // the form offers.
+    p.write("build/out.txt", "built\n");
+    let remove = json!([["bash", {"command": "rm -rf build"}]]);
+    let seen = run_client(&p, &python, &remove, &[], Some("session"), LEGACY);
+    assert!(p.root().join("build/out.txt").exists(), "{}", seen.out);
+    let seen = run_client(&p, &python, &remove, &[], Some("once"), LEGACY);
+    assert!(!p.root().join("build").exists(), "{}", seen.out);
+    assert!(p.root().join(".warden-trash").exists(), "{}", seen.out);
     // Without forms, `--on-ask` answers.
     let seen = run_client(&p, &python, &edit, &[], None, modern);
     assert!(seen.asked.is_empty(), "{}", seen.out);

@@ -226,7 +226,7 @@ fn it_serves_loopback_only_with_a_token_long_enough() {
 }
 
 /// The Python SDK's client over HTTP, with each protocol era: asked by form and answered, a
-/// session in the trace per connection, the stateless era's calls in one session of their own.
+/// session in the trace per connection, and one per stateless request.
 #[test]
 fn an_agent_over_http_is_asked_and_recorded() {
     let Some(python) = super::peer("venv/bin/python") else {
@@ -253,9 +253,10 @@ fn an_agent_over_http_is_asked_and_recorded() {
         assert_eq!(p.root().join(file).exists(), made, "{mode}: {}", seen.out);
     }
     drop(serving);
-    // Two connections of the initialize era, and the stateless requests together.
+    // Two connections of the initialize era, and each stateless request on its own: no client
+    // shares another's session, rules or jobs.
     let sessions = sessions(&p);
-    assert_eq!(sessions.len(), 3, "{sessions:?}");
+    assert_eq!(sessions.len(), 4, "{sessions:?}");
     let calls = sessions.iter().map(Vec::len).sum::<usize>();
     assert_eq!(calls, 4, "{sessions:?}");
 }

@@ -1,6 +1,7 @@
 //! Approvals put to the client's user as an MCP form (elicitation): the call, what it would do,
 //! its risk and why, and the rule each answer would remember — the same question `warden run`
-//! asks on a terminal, answered the same ways (once, for this connection, always, no).
+//! asks on a terminal, answered the same ways (once, for this connection, always, no). An answer
+//! counts only as a choice the form offered.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -15,16 +16,19 @@ use warden_policy::Wider;
 pub(super) const KEY: &str = "approval";
 
 /// How many lines of a preview the form shows.
-const PREVIEW_LINES: usize = 60;
+const PREVIEW_LINES: usize = 200;
 
-/// The elicitation (`elicitation/create` parameters) that asks `q`.
-pub(super) fn form(q: &Question<'_>) -> Value {
+/// How many characters of the arguments the form shows (a form has no "view the rest").
+const ARGUMENT_CHARS: usize = 8000;
+
+/// What a question says before its choices: the call, why, its risk, what it would do.
+fn message(q: &Question<'_>) -> String {
     let p = warden_protocol::printable;
     let d = q.decision;
     let mut message = format!(
         "warden asks before running {}: {}\n",
         p(q.tool),
-        p(&warden_protocol::short(q.arguments, 400))
+        p(&warden_protocol::short(q.arguments, ARGUMENT_CHARS))
     );
     if let Some(request) = &d.approval {
         let _ = writeln!(message, "why: {}", p(&request.why));
@@ -58,22 +62,42 @@ pub(super) fn form(q: &Question<'_>) -> Value {
             let _ = writeln!(message, "  … {} more lines", lines.len() - PREVIEW_LINES);
         }
     }
-    let mut choices = vec![json!({"const": "once", "title": "Run it once"})];
+    message
+}
+
+/// The elicitation (`elicitation/create` parameters) that asks `q`; `connection`: whether the
+/// client has a connection an answer "for this connection" can hold for (not a 2026-07-28
+/// client, whose requests stand alone).
+pub(super) fn form(q: &Question<'_>, connection: bool) -> Value {
+    let p = warden_protocol::printable;
+    let mut message = message(q);
+    let once = if q.decision.rewrite.is_some() {
+        "Run the suggested way, once"
+    } else {
+        "Run it once"
+    };
+    let mut choices = vec![json!({"const": "once", "title": once})];
     if let Some(rule) = q.rule {
         let _ = writeln!(
             message,
-            "\"for this connection\" and \"always\" remember the rule {}",
+            "an answer other than once remembers the rule {}",
             p(rule)
         );
-        choices.push(
-            json!({"const": "session", "title": format!("Allow {} for this connection", p(rule))}),
-        );
-        choices.push(json!({"const": "always", "title": format!("Always allow {} (saved in warden's settings)", p(rule))}));
+        if connection {
+            let title = format!("Allow {} for this connection", p(rule));
+            choices.push(json!({"const": "session", "title": title}));
+        }
+        let title = format!("Always allow {} (saved in warden's settings)", p(rule));
+        choices.push(json!({"const": "always", "title": title}));
     }
     match q.wider {
         Some(Wider::Offered(wider)) => {
-            choices.push(json!({"const": "wider-session", "title": format!("Allow the wider {} for this connection", p(wider))}));
-            choices.push(json!({"const": "wider-always", "title": format!("Always allow the wider {}", p(wider))}));
+            if connection {
+                let title = format!("Allow the wider {} for this connection", p(wider));
+                choices.push(json!({"const": "wider-session", "title": title}));
+            }
+            let title = format!("Always allow the wider {}", p(wider));
+            choices.push(json!({"const": "wider-always", "title": title}));
         }
         Some(Wider::Refused { rule, why }) => {
             let _ = writeln!(message, "never remembered: {} ({})", p(rule), p(why));
@@ -102,6 +126,24 @@ pub(super) fn form(q: &Question<'_>) -> Value {
     })
 }
 
+/// `answer` as the form for `q` allows it: a choice the form did not offer (an answer "for
+/// this connection" without one, a rule where none was offered) is a refusal, whatever the
+/// client sent.
+pub(super) fn offered(q: &Question<'_>, connection: bool, answer: Answer) -> Answer {
+    let wider = matches!(q.wider, Some(Wider::Offered(_)));
+    let fits = match &answer {
+        Answer::Once | Answer::Deny(_) => true,
+        Answer::Session => connection && q.rule.is_some(),
+        Answer::Always => q.rule.is_some(),
+        Answer::Wider { always } => wider && (*always || connection),
+    };
+    if fits {
+        answer
+    } else {
+        Answer::Deny(Some("an answer the form did not offer".to_owned()))
+    }
+}
+
 /// The answer in a client's reply (`action` and `content` of an elicitation result): anything
 /// but an accepted, known choice is a refusal.
 pub(super) fn answer(reply: &Value) -> Answer {
@@ -123,6 +165,9 @@ pub(super) fn answer(reply: &Value) -> Answer {
     }
 }
 
+/// How long a question waits for the client's user.
+const ANSWER_WITHIN: Duration = Duration::from_secs(10 * 60);
+
 /// Asks the client's user while the call waits: a client of a protocol revision before
 /// 2026-07-28, which takes requests from the server during a call.
 pub(super) struct Asked {
@@ -132,12 +177,16 @@ pub(super) struct Asked {
 
 impl Approver for Asked {
     fn ask(&self, q: &Question<'_>) -> Answer {
-        let Ok(params) = serde_json::from_value::<rmcp::model::ElicitRequestParams>(form(q)) else {
+        let Ok(params) = serde_json::from_value::<rmcp::model::ElicitRequestParams>(form(q, true))
+        else {
             return Answer::Deny(None);
         };
-        match self.handle.block_on(self.peer.create_elicitation(params)) {
-            Ok(reply) => serde_json::to_value(reply).map_or(Answer::Deny(None), |r| answer(&r)),
-            Err(_) => Answer::Deny(Some("the client could not ask its user".to_owned())),
+        let asked = tokio::time::timeout(ANSWER_WITHIN, self.peer.create_elicitation(params));
+        match self.handle.block_on(asked) {
+            Ok(Ok(reply)) => serde_json::to_value(reply)
+                .map_or(Answer::Deny(None), |r| offered(q, true, answer(&r))),
+            Ok(Err(_)) => Answer::Deny(Some("the client could not ask its user".to_owned())),
+            Err(_) => Answer::Deny(Some("no answer came in time".to_owned())),
         }
     }
 }
@@ -156,18 +205,19 @@ impl Kept {
 impl Approver for Kept {
     fn ask(&self, q: &Question<'_>) -> Answer {
         if let Ok(mut kept) = self.0.lock() {
-            *kept = Some(form(q));
+            *kept = Some(form(q, false));
         }
         Answer::Deny(None)
     }
 }
 
-/// An answer the client's user gave already.
+/// An answer the client's user gave already (in a second request): taken only as the form
+/// offered it.
 pub(super) struct Given(pub(super) Answer);
 
 impl Approver for Given {
-    fn ask(&self, _: &Question<'_>) -> Answer {
-        self.0.clone()
+    fn ask(&self, q: &Question<'_>) -> Answer {
+        offered(q, false, self.0.clone())
     }
 }
 
@@ -177,10 +227,22 @@ const WAITS: Duration = Duration::from_secs(15 * 60);
 /// How many questions may wait at once; the oldest goes first.
 const MOST: usize = 256;
 
+/// The digest of a call's arguments.
+fn digest(args: &Value) -> [u8; 32] {
+    ring::digest::digest(&ring::digest::SHA256, args.to_string().as_bytes())
+        .as_ref()
+        .try_into()
+        .unwrap_or([0; 32])
+}
+
 /// The questions put to 2026-07-28 clients, by the opaque handle each was given as its
-/// `requestState`: what was asked about, so that an answer applies only to the same call.
+/// `requestState`: which call was asked about (its name and its arguments' digest), so that an
+/// answer applies only to the same call.
 #[derive(Default)]
-pub(super) struct Waiting(Mutex<HashMap<String, (String, Value, Instant)>>);
+pub(super) struct Waiting(Mutex<HashMap<String, AskedAbout>>);
+
+/// A call a question was about: its tool, its arguments' digest, and when it was asked.
+type AskedAbout = (String, [u8; 32], Instant);
 
 impl Waiting {
     /// Keeps the call `name(args)` waiting; its handle.
@@ -198,7 +260,7 @@ impl Waiting {
         }
         map.insert(
             handle.clone(),
-            (name.to_owned(), args.clone(), Instant::now()),
+            (name.to_owned(), digest(args), Instant::now()),
         );
         Some(handle)
     }
@@ -209,7 +271,7 @@ impl Waiting {
             return false;
         };
         map.remove(handle)
-            .is_some_and(|(n, a, at)| n == name && a == *args && at.elapsed() < WAITS)
+            .is_some_and(|(n, a, at)| n == name && a == digest(args) && at.elapsed() < WAITS)
     }
 }
 
@@ -236,7 +298,7 @@ mod tests {
             reason: "pushing needs approval".to_owned(),
             ..Decision::unchecked()
         };
-        let form = form(&question(&decision, Some("Bash(git push:*)")));
+        let form = form(&question(&decision, Some("Bash(git push:*)")), true);
         let params: rmcp::model::ElicitRequestParams =
             serde_json::from_value(form.clone()).unwrap();
         let again = serde_json::to_value(params).unwrap();
@@ -254,7 +316,7 @@ mod tests {
             .collect();
         assert_eq!(consts, ["once", "session", "always", "deny"]);
         // Without a rule narrow enough, only once or no.
-        let form = super::form(&question(&decision, None));
+        let form = super::form(&question(&decision, None), true);
         assert_eq!(
             form["requestedSchema"]["properties"]["answer"]["oneOf"]
                 .as_array()
@@ -262,6 +324,45 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn an_answer_the_form_did_not_offer_is_a_refusal() {
+        let decision = Decision {
+            decision: DecisionKind::RequireApproval,
+            reason: "asks".to_owned(),
+            ..Decision::unchecked()
+        };
+        let without_rule = question(&decision, None);
+        for answer in [
+            Answer::Session,
+            Answer::Always,
+            Answer::Wider { always: true },
+        ] {
+            assert!(
+                matches!(
+                    offered(&without_rule, true, answer.clone()),
+                    Answer::Deny(_)
+                ),
+                "{answer:?}"
+            );
+        }
+        let with_rule = question(&decision, Some("Bash(git push:*)"));
+        assert_eq!(offered(&with_rule, true, Answer::Session), Answer::Session);
+        // A client without a connection was not offered "for this connection".
+        assert!(matches!(
+            offered(&with_rule, false, Answer::Session),
+            Answer::Deny(_)
+        ));
+        assert_eq!(offered(&with_rule, false, Answer::Always), Answer::Always);
+        let stateless = form(&with_rule, false);
+        let consts: Vec<&str> = stateless["requestedSchema"]["properties"]["answer"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["const"].as_str().unwrap())
+            .collect();
+        assert_eq!(consts, ["once", "always", "deny"]);
     }
 
     #[test]

@@ -44,8 +44,6 @@ struct Shared {
     on_ask: OnAsk,
     /// The questions put to 2026-07-28 clients, waiting for their answers.
     waiting: form::Waiting,
-    /// The connection of requests that come without one (2026-07-28's stateless requests).
-    stateless: Mutex<Option<Arc<Connection>>>,
 }
 
 /// One connection: its session in the trace, the context its tools run with (a warm sandbox of
@@ -99,33 +97,25 @@ impl Served {
         }
     }
 
-    /// This connection's state: made at `initialize`; a request without one (stateless) shares
-    /// the process's.
+    /// This connection's state: made at `initialize`. A request without one (2026-07-28's
+    /// stateless requests) stands alone: a state of its own — its own context and jobs, no rule
+    /// approved for another client's calls — and a session of its own in the trace, named after
+    /// the client the request says it comes from.
     fn connection(&self, meta: &RequestMetaObject) -> Result<Arc<Connection>, ErrorData> {
         if let Some(connection) = self.connection.get() {
             return Ok(Arc::clone(connection));
         }
-        let mut stateless = self
-            .shared
-            .stateless
-            .lock()
-            .map_err(|_| ErrorData::internal_error("warden's state is unavailable", None))?;
-        if let Some(connection) = stateless.as_ref() {
-            return Ok(Arc::clone(connection));
-        }
-        let made = Arc::new(
-            self.shared
-                .connection(meta.client_info().map(|info| {
-                    json!({
-                        "name": info.name,
-                        "version": info.version,
-                        "protocolVersion": meta.protocol_version().map(|v| v.to_string()),
-                    })
-                }))
-                .map_err(|e| ErrorData::internal_error(e, None))?,
-        );
-        *stateless = Some(Arc::clone(&made));
-        Ok(made)
+        let client = meta.client_info().map(|info| {
+            json!({
+                "name": info.name,
+                "version": info.version,
+                "protocolVersion": meta.protocol_version().map(|v| v.to_string()),
+            })
+        });
+        self.shared
+            .connection(client)
+            .map(Arc::new)
+            .map_err(|e| ErrorData::internal_error(e, None))
     }
 }
 
@@ -468,7 +458,6 @@ pub(super) fn serve(options: &Options<'_>) -> Result<Exit, CliError> {
             OnAsk::Deny
         },
         waiting: form::Waiting::default(),
-        stateless: Mutex::new(None),
     });
     // The settings must make a context before any client is told warden is ready.
     ToolContext::from_settings(&shared.settings).map_err(CliError::usage)?;
