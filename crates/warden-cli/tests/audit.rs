@@ -4,18 +4,9 @@
 //! that is missing or not a trace is said, and no report is written.
 
 use serde_json::{Value, json};
-use warden_fake_provider::{Call, FakeProvider, Reply, openai};
+use warden_fake_provider::{Call, FakeProvider, openai};
 
-use crate::support::{Project, on_a_terminal, sandbox_available, warden_run};
-
-fn model_calling(calls: &[Call<'_>]) -> FakeProvider {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
-        .collect();
-    replies.push(openai::text("Done.").fast());
-    FakeProvider::start(replies)
-}
+use crate::support::{Project, model_calling, on_a_terminal, sandbox_available, warden_run};
 
 fn audit_json(p: &Project, args: &[&str]) -> Value {
     let mut words = vec!["audit", "--format", "json"];

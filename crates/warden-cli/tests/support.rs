@@ -130,6 +130,19 @@ pub(crate) fn warden_run(
     finish(&cmd.output().unwrap())
 }
 
+/// A scripted model that makes each of `calls` in a turn of its own, then says it is done.
+pub(crate) fn model_calling(
+    calls: &[warden_fake_provider::Call<'_>],
+) -> warden_fake_provider::FakeProvider {
+    use warden_fake_provider::openai;
+    let mut replies: Vec<warden_fake_provider::Reply> = calls
+        .iter()
+        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
+        .collect();
+    replies.push(openai::text("Done.").fast());
+    warden_fake_provider::FakeProvider::start(replies)
+}
+
 /// `warden run --json` against the OpenAI-compatible endpoint at `base`, arguments to follow.
 pub(crate) fn agent_command(p: &Project, base: &str) -> Command {
     let mut cmd = p.command();

@@ -40,16 +40,6 @@ fn strip_colours(text: &str) -> String {
     out
 }
 
-/// A scripted model that makes each of `calls` in a turn of its own, then says it is done.
-fn model_calling(calls: &[Call<'_>]) -> FakeProvider {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
-        .collect();
-    replies.push(openai::text("Done.").fast());
-    FakeProvider::start(replies)
-}
-
 fn bash(id: &'static str, command: &str) -> Call<'static> {
     Call::new(id, "bash", &json!({ "command": command }))
 }

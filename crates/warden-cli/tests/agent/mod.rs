@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, Reply, anthropic, openai};
 
-use crate::support::{Project, Run, finish, of_kind, on_a_terminal, sandbox_available, warden_run};
+use crate::support::{
+    Project, Run, finish, model_calling, of_kind, on_a_terminal, sandbox_available, warden_run,
+};
 
 fn events(run: &Run) -> Vec<Value> {
     crate::support::events(&run.stdout)
@@ -25,7 +27,7 @@ fn finished(events: &[Value]) -> &Value {
 }
 
 /// The tool results the model was sent in request `n` (0-based), by call id.
-fn results_sent(server: &FakeProvider, n: usize) -> Vec<(String, String)> {
+pub(crate) fn results_sent(server: &FakeProvider, n: usize) -> Vec<(String, String)> {
     let body = server.received()[n].json();
     body["messages"]
         .as_array()

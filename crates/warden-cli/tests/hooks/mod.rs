@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use warden_fake_provider::{Call, FakeProvider, Reply, openai};
+use warden_fake_provider::{Call, FakeProvider, openai};
 
-use crate::support::{Project, Run, events, finish, of_kind, warden_run};
+use crate::support::{Project, Run, events, finish, model_calling, of_kind, warden_run};
 
 fn script(name: &str) -> String {
     format!("{}/tests/hooks/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -33,16 +33,6 @@ fn logged(log: &PathBuf) -> Vec<Value> {
         .collect()
 }
 
-/// A scripted model that makes each of `calls` in a turn of its own, then says it is done.
-fn model_calling(calls: &[Call<'_>]) -> FakeProvider {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|call| openai::calls("", std::slice::from_ref(call), 9).fast())
-        .collect();
-    replies.push(openai::text("Done.").fast());
-    FakeProvider::start(replies)
-}
-
 /// `warden run --json` with `HOOK_LOG` set for the hooks that name it.
 fn run(p: &Project, server: &FakeProvider, extra: &[&str], prompt: &str, log: &PathBuf) -> Run {
     let base = format!("{}/v1", server.url());
@@ -53,20 +43,7 @@ fn run(p: &Project, server: &FakeProvider, extra: &[&str], prompt: &str, log: &P
 
 /// What the model was sent for each call, by call id: the last request holds them all.
 fn results(server: &FakeProvider) -> Vec<(String, String)> {
-    let received = server.received();
-    let body = received.last().unwrap().json();
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    crate::agent::results_sent(server, server.received().len() - 1)
 }
 
 fn result<'r>(results: &'r [(String, String)], id: &str) -> &'r str {

@@ -362,6 +362,40 @@ fn org_table_in_the_managed_file_applies() {
 }
 
 #[test]
+fn hooks_of_every_layer_run_each_with_its_file_unless_the_managed_file_keeps_its_own() {
+    let fx = Fixture::new();
+    let managed = fx.write(
+        Layer::Managed,
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"managed-check\"\n",
+    );
+    let user = fx.write(
+        Layer::User,
+        "[[hooks.PreToolUse]]\ncommand = \"my-check\"\ntimeout_seconds = 5\n",
+    );
+    let hooks = fx.load().unwrap().hooks.hooks;
+    let found: Vec<(&str, Option<&PathBuf>)> = hooks
+        .iter()
+        .map(|h| (h.command.as_str(), h.source.as_ref()))
+        .collect();
+    assert_eq!(
+        found,
+        [("managed-check", Some(&managed)), ("my-check", Some(&user))]
+    );
+    assert_eq!(hooks[1].timeout_seconds, 5);
+    fx.write(
+        Layer::Managed,
+        "[org]\nmanaged_hooks_only = true\n\n[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"managed-check\"\n",
+    );
+    let hooks = fx.load().unwrap().hooks.hooks;
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0].command, "managed-check");
+    // A matcher that is not a regular expression is a settings error, naming the key.
+    fx.write(Layer::User, "[[hooks.PreToolUse]]\nmatcher = \"Bash(\"\ncommand = \"x\"\n");
+    let err = fx.load().unwrap_err().to_string();
+    assert!(err.contains("matcher"), "{err}");
+}
+
+#[test]
 fn a_full_file_parses() {
     let text = r#"
         [permissions]
