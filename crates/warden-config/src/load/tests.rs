@@ -390,7 +390,10 @@ fn hooks_of_every_layer_run_each_with_its_file_unless_the_managed_file_keeps_its
     assert_eq!(hooks.len(), 1);
     assert_eq!(hooks[0].command, "managed-check");
     // A matcher that is not a regular expression is a settings error, naming the key.
-    fx.write(Layer::User, "[[hooks.PreToolUse]]\nmatcher = \"Bash(\"\ncommand = \"x\"\n");
+    fx.write(
+        Layer::User,
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash(\"\ncommand = \"x\"\n",
+    );
     let err = fx.load().unwrap_err().to_string();
     assert!(err.contains("matcher"), "{err}");
 }
