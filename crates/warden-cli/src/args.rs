@@ -110,8 +110,9 @@ pub struct AuditArgs {
     /// Every session in the trace.
     #[arg(long, conflicts_with = "session")]
     pub all: bool,
-    /// `text` (default), `json` (the contract, see docs/audit.md) or `md`.
-    #[arg(long, default_value = "text", value_parser = ["text", "json", "md"])]
+    /// `text` (default), `json` (the contract, see docs/audit.md), `md`, or `html` (one
+    /// self-contained file).
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "md", "html"])]
     pub format: String,
     /// Write the report to FILE (whole, or not at all) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]

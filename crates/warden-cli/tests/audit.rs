@@ -1,7 +1,8 @@
 //! `warden audit` of real sessions: a run on a terminal that reads a file, edits it (approved),
 //! runs a command that writes a file (approved), is denied a secret, and one that made no call;
-//! every answer checked in the JSON, the same facts found in the text and the Markdown; a trace
-//! that is missing or not a trace is said, and no report is written.
+//! every answer checked in the JSON, the same facts found in the text and the Markdown, and in the
+//! HTML report as headless Chromium shows it (its filters working); a trace that is missing or
+//! not a trace is said, and no report is written.
 
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, openai};
@@ -171,4 +172,105 @@ fn a_session_without_calls_a_missing_trace_and_a_broken_one() {
     warden_run(&p, &server, &[], "hi");
     let out = p.run(&["audit", "no-such-session"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+/// Debian's Chromium, if installed (required where `WARDEN_REQUIRE_PEERS` is set).
+fn chromium() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("chromium"))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_PEERS").is_none(),
+            "chromium is not installed (see .ci/run)"
+        );
+        eprintln!("skipped: chromium is not installed");
+    }
+    found
+}
+
+/// The page at `url` as headless Chromium leaves its document, scripts run.
+fn dom(chromium: &std::path::Path, url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_html_report_is_one_file_a_browser_shows_with_the_same_facts() {
+    let Some(chromium) = chromium() else { return };
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
+    std::fs::write(p.home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    p.write("notes.txt", "first\nsecond\n");
+    let server = model_calling(&[
+        Call::new("r1", "readFile", &json!({"path": "notes.txt"})),
+        Call::new(
+            "e1",
+            "editFile",
+            &json!({"path": "notes.txt", "oldString": "second", "newString": "second <edited>"}),
+        ),
+        Call::new("b1", "bash", &json!({"command": "cat ~/.ssh/id_rsa"})),
+    ]);
+    let run = warden_run(&p, &server, &["--mode", "accept-edits"], "tidy the notes");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = p.tmp().join("report.html");
+    let out = p.run(&["audit", "--format", "html", "-o", report.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let html = std::fs::read_to_string(&report).unwrap();
+    // Self-contained: nothing fetched from anywhere.
+    for outside in ["<link", " src=", "@import", "url("] {
+        assert!(!html.contains(outside), "{outside}");
+    }
+    // The trace's words are escaped, never markup.
+    assert!(html.contains("second &lt;edited&gt;"), "{html}");
+    let url = format!("file://{}", report.display());
+    let page = dom(&chromium, &url);
+    for fact in [
+        "id=\"count-reads\"><b>1</b>",
+        "id=\"count-writes\"><b>1</b>",
+        "id=\"count-denials\"><b>1</b>",
+        "readFile notes.txt",
+        "bash cat ~/.ssh/id_rsa",
+        "path_sandbox",
+        "+second &lt;edited&gt;",
+    ] {
+        assert!(page.contains(fact), "{fact} is not in the page:\n{page}");
+    }
+    // The filters are the page's own script at work: reads hidden, the denied command shown.
+    let filtered = dom(&chromium, &format!("{url}#hide=read"));
+    // The opening tag of the first step of `kind`.
+    let item = |page: &str, kind: &str| {
+        let at = page.find(&format!("data-kind=\"{kind}\"")).unwrap();
+        let start = page[..at].rfind("<li").unwrap();
+        let end = at + page[at..].find('>').unwrap();
+        page[start..end].to_owned()
+    };
+    assert!(item(&filtered, "read").contains("hidden"), "{filtered}");
+    assert!(!item(&filtered, "command").contains("hidden"), "{filtered}");
+    assert!(!item(&page, "read").contains("hidden"), "{page}");
 }

@@ -29,6 +29,9 @@ pub(super) struct SessionAudit {
     pub(super) compactions: Vec<Compaction>,
     pub(super) hooks: Vec<HookRun>,
     pub(super) usage: Option<Usage>,
+    /// Every step in order, for the HTML report (not part of the JSON).
+    #[serde(skip)]
+    pub(super) timeline: Vec<super::timeline::Moment>,
 }
 
 #[derive(Debug, Serialize)]
@@ -216,6 +219,7 @@ pub(super) fn session(
         })
         .collect();
     from_agent_events(&agent, &events, &mut audit);
+    audit.timeline = super::timeline::of(&events, &agent, &network);
     // A run that made no call is known by its own events.
     let times = agent.iter().map(|(at, _, _)| at);
     if let Some(first) = times.clone().min()
@@ -321,7 +325,10 @@ fn changed(
         let unified = diff
             .unified_diff()
             .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .header(
+                &format!("a/{}", path.trim_start_matches('/')),
+                &format!("b/{}", path.trim_start_matches('/')),
+            )
             .to_string();
         let file = files.entry(path.clone()).or_insert_with(|| FileChanged {
             path: path.clone(),

@@ -4,7 +4,9 @@
 //! text, JSON (the contract: `docs/audit.md`) or Markdown for a pull request.
 
 mod collect;
+mod html;
 mod render;
+mod timeline;
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -99,6 +101,7 @@ pub(super) fn run(args: &AuditArgs) -> Result<Exit, CliError> {
             serde_json::to_string_pretty(&audit).map_err(|e| CliError::failure(anyhow!(e)))? + "\n"
         }
         "md" => render::markdown(&audit),
+        "html" => html::report(&audit),
         _ => render::text(&audit),
     };
     match &args.output {
