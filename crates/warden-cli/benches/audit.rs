@@ -73,6 +73,60 @@ fn time(home: &Path, args: &[&str], runs: usize) -> Result<Duration> {
 fn session(path: &Path) -> Result<SessionId> {
     let store = TraceStore::open(path)?;
     let session = SessionId::new();
+    store.record_batch(&calls(&session)?)?;
+    // Each edit's kept contents: a file of 200 lines, one of them changed.
+    let before = (0..200).fold(String::new(), |mut text, i| {
+        use std::fmt::Write as _;
+        let _ = writeln!(text, "line {i}");
+        text
+    });
+    for seq in (1..=CALLS).filter(|s| s % 5 == 1).take(400) {
+        let after = before.replacen("line 100\n", &format!("line 100, edit {seq}\n"), 1);
+        store.record_changes(
+            &session,
+            seq,
+            &[FileChange {
+                path: format!("/work/project/src/module{}.rs", seq % 300).into(),
+                before: Some(before.clone().into_bytes()),
+                after: Some(after.into_bytes()),
+            }],
+            "2026-12-04T10:00:00.000Z",
+        )?;
+    }
+    for n in 0..200 {
+        let (kind, data) = match n % 4 {
+            0 => (
+                "approval_resolved",
+                json!({"tool": "bash", "answer": "once", "rule": null}),
+            ),
+            1 => (
+                "hook",
+                json!({"hookEvent": "PreToolUse", "commandSha256": "ab", "exit": 0, "decision": "allow"}),
+            ),
+            2 => (
+                "compaction",
+                json!({"trigger": "threshold", "messages": 40, "restored": 3}),
+            ),
+            _ => (
+                "skill_loaded",
+                json!({"name": "release", "version": "1", "hash": "cd", "approval": "trusted root"}),
+            ),
+        };
+        store.record_agent_event(&session, kind, &data)?;
+    }
+    for n in 0..100 {
+        store.record_network(
+            &session,
+            &json!({"kind": "connect", "host": format!("registry{n}.example"), "port": 443,
+                    "decision": if n % 10 == 0 { "deny" } else { "allow" }, "reason": "allowlist",
+                    "bytesUp": 100, "bytesDown": 2000}),
+        )?;
+    }
+    Ok(session)
+}
+
+/// The session's calls: reads, edits, commands, searches, and a refused read of a key.
+fn calls(session: &SessionId) -> Result<Vec<ToolEvent>> {
     let mut events = Vec::new();
     for seq in 1..=CALLS {
         let (tool, arguments, summary) = match seq % 5 {
@@ -141,50 +195,5 @@ fn session(path: &Path) -> Result<SessionId> {
             summary: (!summary.is_null()).then_some(summary),
         });
     }
-    store.record_batch(&events)?;
-    // Each edit's kept contents: a file of 200 lines, one of them changed.
-    let before: String = (0..200).map(|i| format!("line {i}\n")).collect();
-    for seq in (1..=CALLS).filter(|s| s % 5 == 1).take(400) {
-        let after = before.replacen("line 100\n", &format!("line 100, edit {seq}\n"), 1);
-        store.record_changes(
-            &session,
-            seq,
-            &[FileChange {
-                path: format!("/work/project/src/module{}.rs", seq % 300).into(),
-                before: Some(before.clone().into_bytes()),
-                after: Some(after.into_bytes()),
-            }],
-            "2026-12-04T10:00:00.000Z",
-        )?;
-    }
-    for n in 0..200 {
-        let (kind, data) = match n % 4 {
-            0 => (
-                "approval_resolved",
-                json!({"tool": "bash", "answer": "once", "rule": null}),
-            ),
-            1 => (
-                "hook",
-                json!({"hookEvent": "PreToolUse", "commandSha256": "ab", "exit": 0, "decision": "allow"}),
-            ),
-            2 => (
-                "compaction",
-                json!({"trigger": "threshold", "messages": 40, "restored": 3}),
-            ),
-            _ => (
-                "skill_loaded",
-                json!({"name": "release", "version": "1", "hash": "cd", "approval": "trusted root"}),
-            ),
-        };
-        store.record_agent_event(&session, kind, &data)?;
-    }
-    for n in 0..100 {
-        store.record_network(
-            &session,
-            &json!({"kind": "connect", "host": format!("registry{n}.example"), "port": 443,
-                    "decision": if n % 10 == 0 { "deny" } else { "allow" }, "reason": "allowlist",
-                    "bytesUp": 100, "bytesDown": 2000}),
-        )?;
-    }
-    Ok(session)
+    Ok(events)
 }

@@ -88,6 +88,15 @@ fn a_session_s_reads_changes_commands_denials_and_approvals_in_every_format() {
         .unwrap();
     assert_eq!(made["exit_code"], 0);
     assert_ne!(made["sandbox_profile"], "none", "{made}");
+    assert!(
+        made["sandbox_layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "seccomp"),
+        "{made}"
+    );
+    assert_eq!(made["limits_hit"], json!([]), "{made}");
     // Denied: the key, by the layer that refused it.
     let denied = &s["denied"][0];
     assert_eq!(denied["target"], "cat ~/.ssh/id_rsa", "{s}");
@@ -101,7 +110,11 @@ fn a_session_s_reads_changes_commands_denials_and_approvals_in_every_format() {
     );
     assert_eq!(s["status"], "finished");
     assert_eq!(report["totals"]["denied"], 1);
-    // The same facts, as text and as Markdown.
+    same_facts_in_text_and_markdown(&p);
+}
+
+/// The facts of the first test's session, found in the text and the Markdown reports.
+fn same_facts_in_text_and_markdown(p: &Project) {
     for format in ["text", "md"] {
         let out = p.run(&["audit", "--format", format]);
         assert_eq!(out.code, 0, "{}", out.stderr);
@@ -273,4 +286,31 @@ fn the_html_report_is_one_file_a_browser_shows_with_the_same_facts() {
     assert!(item(&filtered, "read").contains("hidden"), "{filtered}");
     assert!(!item(&filtered, "command").contains("hidden"), "{filtered}");
     assert!(!item(&page, "read").contains("hidden"), "{page}");
+}
+
+#[test]
+fn a_session_that_compacted_says_so() {
+    let p = Project::new();
+    let server = crate::agent::context::parts_to_compact(&p);
+    let run = warden_run(
+        &p,
+        &server,
+        &["--context-window", "3500"],
+        "read every part",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = audit_json(&p, &[]);
+    let compactions = report["sessions"][0]["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty(), "{report}");
+    assert_eq!(compactions[0]["trigger"], "threshold", "{report}");
+    assert!(compactions[0]["messages"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(
+        report["sessions"][0]["files_read"]
+            .as_array()
+            .unwrap()
+            .len(),
+        16
+    );
+    let text = p.run(&["audit"]).stdout;
+    assert!(text.contains("threshold"), "{text}");
 }

@@ -398,12 +398,29 @@ fn summary(name: &str, output: &Value) -> Option<Value> {
         _ => return None,
     };
     let object = output.as_object()?;
-    let kept: serde_json::Map<String, Value> = keys
+    let mut kept: serde_json::Map<String, Value> = keys
         .iter()
         .filter_map(|k| object.get(*k).map(|v| ((*k).to_owned(), v.clone())))
         .collect();
+    // A command's first lines, for a reviewer (`warden audit`): a few, short, secrets redacted.
+    if name == "bash" {
+        let head: Vec<String> = ["stdoutSummary", "stderrSummary"]
+            .iter()
+            .filter_map(|k| object.get(*k).and_then(Value::as_str))
+            .flat_map(str::lines)
+            .filter(|line| !line.trim().is_empty())
+            .take(OUTPUT_HEAD_LINES)
+            .map(|line| warden_trace::redact(&warden_protocol::short(line, 160)).into_owned())
+            .collect();
+        if !head.is_empty() {
+            kept.insert("outputHead".to_owned(), Value::String(head.join("\n")));
+        }
+    }
     Some(Value::Object(kept))
 }
+
+/// How many lines of a command's output the trace keeps.
+const OUTPUT_HEAD_LINES: usize = 3;
 
 /// The arguments as the trace keeps them: file contents are replaced by their size, so the
 /// trace holds what changed where, not the text (the diff stats are in the result).

@@ -72,6 +72,12 @@ pub(super) struct CommandRun {
     pub(super) timed_out: bool,
     pub(super) duration_ms: u64,
     pub(super) sandbox_profile: String,
+    /// The sandbox's layers that were up, and the limits it ran into (time, output, memory,
+    /// processes), where the trace has them.
+    pub(super) sandbox_layers: Vec<String>,
+    pub(super) limits_hit: Vec<String>,
+    /// Its output's first lines (at most three, secrets redacted), where the trace has them.
+    pub(super) output_head: Option<String>,
     /// The policy's decision and why.
     pub(super) decision: String,
     pub(super) reason: String,
@@ -165,6 +171,19 @@ pub(super) struct Usage {
 
 fn text(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn number(value: &Value, key: &str) -> u64 {
@@ -285,6 +304,9 @@ fn reads_commands_denials(events: &[ToolEvent], audit: &mut SessionAudit) {
                     .and_then(Value::as_u64)
                     .unwrap_or(event.duration_ms),
                 sandbox_profile: event.sandbox_profile.clone(),
+                sandbox_layers: strings(&summary["sandbox"]["layers"]),
+                limits_hit: strings(&summary["sandbox"]["limitsHit"]),
+                output_head: text(&summary, "outputHead"),
                 decision: event.decision.decision.as_str().to_owned(),
                 reason: event.decision.reason.clone(),
             });
