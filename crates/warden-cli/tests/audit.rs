@@ -97,6 +97,13 @@ fn a_session_s_reads_changes_commands_denials_and_approvals_in_every_format() {
         "{made}"
     );
     assert_eq!(made["limits_hit"], json!([]), "{made}");
+    // What the command changed in the workspace, as the session's watch saw it.
+    assert_eq!(made["changed_files"], json!(["by-command.txt"]), "{made}");
+    assert_eq!(
+        s["files_changed_by_commands"],
+        json!([{"path": "by-command.txt", "commands": [made["seq"]]}]),
+        "{s}"
+    );
     // Denied: the key, by the layer that refused it.
     let denied = &s["denied"][0];
     assert_eq!(denied["target"], "cat ~/.ssh/id_rsa", "{s}");

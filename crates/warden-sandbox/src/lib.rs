@@ -35,6 +35,7 @@ mod spawn;
 mod sys;
 mod toolchains;
 mod warm;
+mod watch;
 
 pub use backend::{Backend, Seatbelt};
 pub use background::{NewOutput, Piped, Running};
@@ -56,3 +57,4 @@ pub use probe::{LayerCheck, PROBE_ARG, check_layers, probe_main};
 pub use running::kill_running;
 pub use seatbelt::profile as seatbelt_profile;
 pub use spawn::{HELPER_ARG, Outcome, Output, Sandbox, SandboxError};
+pub use watch::{ChangeWatch, Changed};

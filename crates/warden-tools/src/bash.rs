@@ -96,6 +96,7 @@ impl Tool for Bash {
             return background(ctx, &command, sandbox, plan);
         }
         let before = ctx.egress.as_ref().map(|e| e.proxy.counts());
+        ctx.watch_before_command();
         let outcome = sandbox
             .run_serving(&plan, Output::Capture, &mut |listener| {
                 if let Some(egress) = &ctx.egress {
@@ -114,7 +115,8 @@ impl Tool for Bash {
                 background: false,
             });
         }
-        record_sandbox(ctx, &request, &outcome);
+        let changed = ctx.watch_after_command();
+        record_sandbox(ctx, &request, &outcome, changed);
         let out = normalise(&outcome.stdout);
         let err = normalise(&outcome.stderr);
         let (cut_out, cut_err) = (out.cut, err.cut);
@@ -162,6 +164,7 @@ fn record_sandbox(
     ctx: &ToolContext,
     request: &warden_sandbox::Request,
     outcome: &warden_sandbox::Outcome,
+    changed: Option<warden_sandbox::Changed>,
 ) {
     let counted = &outcome.usage.counted;
     let mut hit = Vec::new();
@@ -177,11 +180,18 @@ fn record_sandbox(
     if counted.forks_refused.is_some_and(|n| n > 0) {
         hit.push("processes");
     }
+    let mut sandbox = json!({"layers": outcome.layers, "limitsHit": hit});
+    // The files of the workspace it changed (a session's commands), as the watch saw them.
+    match changed {
+        Some(warden_sandbox::Changed::Paths(paths, count)) => {
+            sandbox["changedFiles"] = json!(paths);
+            sandbox["changedCount"] = json!(count);
+        }
+        Some(warden_sandbox::Changed::Unknown) => sandbox["changedFiles"] = json!("unknown"),
+        None => {}
+    }
     if let Ok(mut last) = ctx.last_sandbox.lock() {
-        *last = Some((
-            request.profile.as_str().to_owned(),
-            json!({"layers": outcome.layers, "limitsHit": hit}),
-        ));
+        *last = Some((request.profile.as_str().to_owned(), sandbox));
     }
 }
 

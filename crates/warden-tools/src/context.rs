@@ -89,6 +89,9 @@ pub struct ToolContext {
     /// The sandbox the last shell command ran in (profile, layers, limits it hit), for the
     /// trace: taken by the runner when it records the call.
     pub(crate) last_sandbox: Mutex<Option<(String, serde_json::Value)>>,
+    /// A session's watch of the workspace, for the files each command changes (made at its
+    /// first command; `None` outside a session, where one command does not pay for the watch).
+    pub(crate) watch: Option<Mutex<Option<warden_sandbox::ChangeWatch>>>,
     /// The settings the context was built from (the Bash tool builds its sandbox from them).
     pub settings: Settings,
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
@@ -201,6 +204,7 @@ impl ToolContext {
             reads: ReadLedger::default(),
             changes: ChangeLog::default(),
             last_sandbox: Mutex::default(),
+            watch: None,
             settings: settings.clone(),
             sandbox_helper: None,
             sandbox: None,
@@ -263,7 +267,30 @@ impl ToolContext {
     pub fn for_session(mut self) -> Self {
         self.mask = std::mem::take(&mut self.mask).keep_walks();
         self.sandbox = self.sandbox.take().map(warden_sandbox::Sandbox::keep_warm);
+        self.watch = Some(Mutex::default());
         self
+    }
+
+    /// Starts a look at what the next command changes in the workspace: the session's watch
+    /// made if it is not yet, what happened before (the tools' changes) set aside.
+    pub(crate) fn watch_before_command(&self) {
+        let Some(watch) = &self.watch else {
+            return;
+        };
+        let Ok(mut watch) = watch.lock() else {
+            return;
+        };
+        match watch.as_mut() {
+            Some(watch) => watch.skip(),
+            None => *watch = warden_sandbox::ChangeWatch::new(&self.settings.project_root).ok(),
+        }
+    }
+
+    /// What the command since [`Self::watch_before_command`] changed in the workspace.
+    pub(crate) fn watch_after_command(&self) -> Option<warden_sandbox::Changed> {
+        let watch = self.watch.as_ref()?;
+        let mut watch = watch.lock().ok()?;
+        watch.as_mut().map(warden_sandbox::ChangeWatch::take)
     }
 
     /// The sandbox shell commands run in.

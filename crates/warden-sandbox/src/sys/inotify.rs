@@ -105,6 +105,67 @@ pub(crate) fn drain(inotify: &OwnedFd) -> io::Result<Vec<Event>> {
     }
 }
 
+/// One event with the name it is about (empty for the watched directory itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Named {
+    pub(crate) wd: i32,
+    pub(crate) mask: u32,
+    pub(crate) name: std::ffi::OsString,
+}
+
+/// Every event queued now, with its name, without waiting (past [`MAX_EVENTS`], an overflow).
+pub(crate) fn drain_named(inotify: &OwnedFd) -> io::Result<Vec<Named>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+    let mut events = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        if events.len() > MAX_EVENTS {
+            events.push(Named {
+                wd: -1,
+                mask: libc::IN_Q_OVERFLOW,
+                name: std::ffi::OsString::new(),
+            });
+            return Ok(events);
+        }
+        // SAFETY: the buffer's pointer and length, on a descriptor we own.
+        let read = unsafe {
+            libc::read(
+                inotify.as_raw_fd(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        };
+        let Ok(read) = usize::try_from(read) else {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(events),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        };
+        let mut at = 0;
+        while at + HEADER <= read {
+            // SAFETY: the kernel wrote whole events; a header's bytes are in the buffer (checked
+            // above), read unaligned because the buffer is bytes.
+            let header: libc::inotify_event =
+                unsafe { std::ptr::read_unaligned(buffer.as_ptr().add(at).cast()) };
+            let len = usize::try_from(header.len).unwrap_or(read);
+            let start = (at + HEADER).min(read);
+            let end = (start + len).min(read);
+            // The name is padded with NULs to its length.
+            let bytes = &buffer[start..end];
+            let bytes = &bytes[..bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len())];
+            events.push(Named {
+                wd: header.wd,
+                mask: header.mask,
+                name: std::ffi::OsStr::from_bytes(bytes).to_owned(),
+            });
+            at += HEADER + len;
+        }
+    }
+}
+
 /// Whether events are queued on `inotify` now.
 pub(crate) fn pending(inotify: &OwnedFd) -> bool {
     let mut poll = libc::pollfd {

@@ -21,6 +21,8 @@ pub(super) struct SessionAudit {
     pub(super) status: Option<String>,
     pub(super) files_read: Vec<FileRead>,
     pub(super) files_changed: Vec<FileChanged>,
+    /// The files commands changed in the workspace, each with the commands that did.
+    pub(super) files_changed_by_commands: Vec<ChangedByCommand>,
     pub(super) commands: Vec<CommandRun>,
     pub(super) network: Vec<Connection>,
     pub(super) denied: Vec<Denied>,
@@ -62,6 +64,12 @@ pub(super) struct FileChanged {
 }
 
 #[derive(Debug, Serialize)]
+pub(super) struct ChangedByCommand {
+    pub(super) path: String,
+    pub(super) commands: Vec<u64>,
+}
+
+#[derive(Debug, Serialize)]
 pub(super) struct CommandRun {
     pub(super) seq: u64,
     pub(super) at: String,
@@ -78,6 +86,9 @@ pub(super) struct CommandRun {
     pub(super) limits_hit: Vec<String>,
     /// Its output's first lines (at most three, secrets redacted), where the trace has them.
     pub(super) output_head: Option<String>,
+    /// The files of the workspace it changed (relative to the project, at most 1,000), as a
+    /// session's watch of the workspace saw them; `null` where nothing watched.
+    pub(super) changed_files: Option<Vec<String>>,
     /// The policy's decision and why.
     pub(super) decision: String,
     pub(super) reason: String,
@@ -307,12 +318,28 @@ fn reads_commands_denials(events: &[ToolEvent], audit: &mut SessionAudit) {
                 sandbox_layers: strings(&summary["sandbox"]["layers"]),
                 limits_hit: strings(&summary["sandbox"]["limitsHit"]),
                 output_head: text(&summary, "outputHead"),
+                changed_files: summary["sandbox"]["changedFiles"]
+                    .as_array()
+                    .map(|_| strings(&summary["sandbox"]["changedFiles"])),
                 decision: event.decision.decision.as_str().to_owned(),
                 reason: event.decision.reason.clone(),
             });
         }
     }
     audit.files_read = reads.into_values().collect();
+    let mut by_commands: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for command in &audit.commands {
+        for path in command.changed_files.iter().flatten() {
+            by_commands
+                .entry(path.clone())
+                .or_default()
+                .push(command.seq);
+        }
+    }
+    audit.files_changed_by_commands = by_commands
+        .into_iter()
+        .map(|(path, commands)| ChangedByCommand { path, commands })
+        .collect();
 }
 
 /// Each file's changes, with their line counts and diff from the kept contents.

@@ -21,6 +21,20 @@ fn opt(text: Option<&str>) -> String {
     text.map(p).unwrap_or_default()
 }
 
+/// The files a command changed, a few of them.
+fn changed(files: Option<&[String]>) -> String {
+    let Some(files) = files else {
+        return String::new();
+    };
+    let shown: Vec<String> = files.iter().take(5).map(|f| p(f)).collect();
+    let more = files.len().saturating_sub(5);
+    if more > 0 {
+        format!("{} (+{more})", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
 fn seqs(calls: &[u64]) -> String {
     calls
         .iter()
@@ -78,7 +92,7 @@ fn sections(s: &SessionAudit) -> Vec<Section> {
         },
         Section {
             title: "Commands",
-            head: &["#", "command", "exit", "ms", "sandbox"],
+            head: &["#", "command", "exit", "ms", "sandbox", "changed"],
             rows: s
                 .commands
                 .iter()
@@ -92,6 +106,7 @@ fn sections(s: &SessionAudit) -> Vec<Section> {
                         exit,
                         c.duration_ms.to_string(),
                         p(&c.sandbox_profile),
+                        changed(c.changed_files.as_deref()),
                     ]
                 })
                 .collect(),
