@@ -321,3 +321,43 @@ fn a_session_that_compacted_says_so() {
     let text = p.run(&["audit"]).stdout;
     assert!(text.contains("threshold"), "{text}");
 }
+
+#[test]
+fn a_manifest_run_s_receipt_is_in_its_audit_and_its_checksums_are_checked() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    crate::manifest_run::repo(&p);
+    let text = crate::manifest_run::test_and_patch(&p);
+    let file = crate::manifest_run::manifest(&p, "m.yaml", &text);
+    let script = "cd /workspace && python3 test_slug.py > /scratch/test-results.xml; true";
+    let run = p.run(&["manifest", "run", &file, "--json", "--", "sh", "-c", script]);
+    let receipt: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    let run_id = receipt["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}{}", run.stdout, run.stderr));
+    let report = audit_json(&p, &[run_id]);
+    let audited = &report["sessions"][0]["receipts"][0];
+    assert_eq!(audited["run_id"], run_id, "{report}");
+    assert_eq!(audited["verified"], true, "{audited}");
+    let kept = audited["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["check"] == "verified")
+        .unwrap_or_else(|| panic!("{audited}"));
+    // An artifact changed since the run no longer checks.
+    std::fs::write(kept["stored"].as_str().unwrap(), "not what was kept").unwrap();
+    let report = audit_json(&p, &[run_id]);
+    let audited = &report["sessions"][0]["receipts"][0];
+    assert_eq!(audited["verified"], false, "{audited}");
+    assert!(
+        audited["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["check"] == "changed"),
+        "{audited}"
+    );
+}

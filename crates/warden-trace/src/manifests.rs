@@ -153,6 +153,21 @@ impl TraceStore {
         Ok(())
     }
 
+    /// Every run under a manifest: its id and when it started, the latest first.
+    pub fn manifest_runs(&self) -> Result<Vec<(String, String)>, TraceError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT run_id, started_at FROM manifest_runs ORDER BY started_at DESC")
+            .map_err(|source| self.sqlite_error(source))?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|source| self.sqlite_error(source))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|source| self.sqlite_error(source))
+    }
+
     /// The status and receipt of the run `run_id`, if it is known.
     pub fn manifest_run(
         &self,

@@ -180,6 +180,8 @@ pub(super) struct Governed {
     pub(super) work_dir: PathBuf,
     writable: bool,
     prepared: Prepared,
+    /// The agent's session, which the run's receipt is named in (for `warden audit`).
+    session: warden_protocol::SessionId,
 }
 
 /// Prepares the run an agent session works in (`warden run --manifest FILE`).
@@ -225,6 +227,7 @@ pub(super) fn prepare_session(
         work_dir,
         writable,
         prepared,
+        session: session.clone(),
     })
 }
 
@@ -308,6 +311,18 @@ impl Governed {
             .map_err(|e| CliError::failure(anyhow!(e)))?;
         let receipt = &finished.receipt;
         record(receipt);
+        // The session names its run: `warden audit` finds the receipt from it.
+        if let Ok(store) = open_trace() {
+            let _ = store.record_agent_event(
+                &self.session,
+                "manifest_run",
+                &serde_json::json!({
+                    "runId": receipt.run_id,
+                    "status": receipt.status.as_str(),
+                    "path": finished.dir.join("receipt.json"),
+                }),
+            );
+        }
         if json {
             crate::print::json_line(&warden_agent::Event::Receipt {
                 run_id: receipt.run_id.clone(),

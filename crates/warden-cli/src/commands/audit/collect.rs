@@ -31,6 +31,9 @@ pub(super) struct SessionAudit {
     pub(super) compactions: Vec<Compaction>,
     pub(super) hooks: Vec<HookRun>,
     pub(super) usage: Option<Usage>,
+    /// The receipts of the runs under a manifest the session was (or worked in), each with
+    /// whether its artifacts' checksums still hold.
+    pub(super) receipts: Vec<ReceiptAudit>,
     /// Every step in order, for the HTML report (not part of the JSON).
     #[serde(skip)]
     pub(super) timeline: Vec<super::timeline::Moment>,
@@ -61,6 +64,26 @@ pub(super) struct FileChanged {
     /// The changes as a unified diff, from the trace's kept contents (text files only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) diff: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ReceiptAudit {
+    pub(super) run_id: String,
+    /// The run's status (`succeeded`, `failed`, `quarantined`, …).
+    pub(super) status: String,
+    /// Every artifact kept checks against its checksum.
+    pub(super) verified: bool,
+    pub(super) artifacts: Vec<ArtifactCheck>,
+    /// The receipt as it was written.
+    pub(super) receipt: Value,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ArtifactCheck {
+    pub(super) path: String,
+    pub(super) stored: Option<String>,
+    /// `verified` (its SHA-256 is the receipt's), `changed`, `missing`, or `not kept`.
+    pub(super) check: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -249,6 +272,19 @@ pub(super) fn session(
         })
         .collect();
     from_agent_events(&agent, &events, &mut audit);
+    // A run under a manifest: the session is the run (`warden manifest run`), or names it.
+    let mut runs = vec![session.as_str().to_owned()];
+    runs.extend(
+        agent
+            .iter()
+            .filter(|(_, kind, _)| kind == "manifest_run")
+            .map(|(_, _, data)| text(data, "runId").unwrap_or_default()),
+    );
+    for run in runs {
+        if let Ok(Some((status, Some(receipt)))) = store.manifest_run(&run) {
+            audit.receipts.push(checked_receipt(run, status, receipt));
+        }
+    }
     audit.timeline = super::timeline::of(&events, &agent, &network);
     // A run that made no call is known by its own events.
     let times = agent.iter().map(|(at, _, _)| at);
@@ -340,6 +376,40 @@ fn reads_commands_denials(events: &[ToolEvent], audit: &mut SessionAudit) {
         .into_iter()
         .map(|(path, commands)| ChangedByCommand { path, commands })
         .collect();
+}
+
+/// A receipt, its artifacts checked against their checksums as they are on disk now.
+fn checked_receipt(run_id: String, status: String, receipt: Value) -> ReceiptAudit {
+    let artifacts: Vec<ArtifactCheck> = receipt["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|artifact| {
+            let stored = text(artifact, "stored");
+            let check = match (&stored, text(artifact, "sha256")) {
+                (Some(file), Some(sha)) => match std::fs::read(file) {
+                    Ok(bytes) if warden_trace::sha256_hex(&bytes) == sha => "verified",
+                    Ok(_) => "changed",
+                    Err(_) => "missing",
+                },
+                _ => "not kept",
+            };
+            ArtifactCheck {
+                path: text(artifact, "path").unwrap_or_default(),
+                stored,
+                check: check.to_owned(),
+            }
+        })
+        .collect();
+    ReceiptAudit {
+        run_id,
+        status,
+        verified: artifacts
+            .iter()
+            .all(|a| a.check == "verified" || a.check == "not kept"),
+        artifacts,
+        receipt,
+    }
 }
 
 /// Each file's changes, with their line counts and diff from the kept contents.

@@ -130,6 +130,19 @@ fn known(store: &warden_trace::TraceStore) -> Result<Vec<Known>, warden_trace::T
             client: s.client,
         })
         .collect();
+    // A run under a manifest is a session too, named by its run id.
+    for (run, started) in store.manifest_runs()? {
+        let Ok(id) = run.parse::<SessionId>() else {
+            continue;
+        };
+        if !all.iter().any(|k| k.id == id) {
+            all.push(Known {
+                id,
+                last: started,
+                client: None,
+            });
+        }
+    }
     for run in store.agent_sessions()? {
         match all.iter_mut().find(|k| k.id == run.session_id) {
             Some(known) if run.updated_at > known.last => known.last = run.updated_at,

@@ -206,6 +206,26 @@ fn decided(s: &SessionAudit) -> Vec<Section> {
                 .collect(),
         },
     ];
+    if !s.receipts.is_empty() {
+        out.push(Section {
+            title: "Receipts",
+            head: &["run", "status", "checksums", "artifacts"],
+            rows: s
+                .receipts
+                .iter()
+                .map(|r| {
+                    let artifacts = r
+                        .artifacts
+                        .iter()
+                        .map(|a| format!("{} ({})", p(&a.path), a.check))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let checksums = if r.verified { "hold" } else { "DO NOT HOLD" };
+                    vec![p(&r.run_id), p(&r.status), checksums.to_owned(), artifacts]
+                })
+                .collect(),
+        });
+    }
     if !s.hooks.is_empty() {
         out.push(Section {
             title: "Hooks",
