@@ -206,6 +206,13 @@ fn decided(s: &SessionAudit) -> Vec<Section> {
                 .collect(),
         },
     ];
+    out.extend(optional(s));
+    out
+}
+
+/// The sections a session has only when it has something to say in them.
+fn optional(s: &SessionAudit) -> Vec<Section> {
+    let mut out = Vec::new();
     if !s.receipts.is_empty() {
         out.push(Section {
             title: "Receipts",
