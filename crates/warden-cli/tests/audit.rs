@@ -318,6 +318,13 @@ fn a_session_that_compacted_says_so() {
             .len(),
         16
     );
+    // What did not fit, layer by layer, before and besides the summary.
+    let cuts = report["sessions"][0]["context_cuts"].as_array().unwrap();
+    assert!(
+        cuts.iter()
+            .any(|c| c["dropped"].as_u64().unwrap() + c["trimmed"].as_u64().unwrap() > 0),
+        "{report}"
+    );
     let text = p.run(&["audit"]).stdout;
     assert!(text.contains("threshold"), "{text}");
 }

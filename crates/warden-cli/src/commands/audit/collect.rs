@@ -29,6 +29,9 @@ pub(super) struct SessionAudit {
     pub(super) approvals: Vec<Approval>,
     pub(super) skills: Vec<SkillUse>,
     pub(super) compactions: Vec<Compaction>,
+    /// What the context left out of a request to the model for want of room, layer by layer:
+    /// messages dropped whole (gone from what the model saw unless summarised) and trimmed.
+    pub(super) context_cuts: Vec<ContextCut>,
     pub(super) hooks: Vec<HookRun>,
     pub(super) usage: Option<Usage>,
     /// The receipts of the runs under a manifest the session was (or worked in), each with
@@ -179,6 +182,16 @@ pub(super) struct Compaction {
     pub(super) messages: u64,
     /// Identifiers the model's summary dropped and warden put back.
     pub(super) identifiers_restored: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ContextCut {
+    pub(super) at: String,
+    pub(super) layer: String,
+    pub(super) dropped: u64,
+    pub(super) trimmed: u64,
+    /// Why, in the context builder's words.
+    pub(super) reasons: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -557,6 +570,20 @@ fn from_agent_events(
                 messages: number(data, "messages"),
                 identifiers_restored: number(data, "restored"),
             }),
+            "context" => {
+                for layer in data["layers"].as_array().into_iter().flatten() {
+                    let (dropped, trimmed) = (number(layer, "dropped"), number(layer, "trimmed"));
+                    if dropped + trimmed > 0 {
+                        audit.context_cuts.push(ContextCut {
+                            at: at.clone(),
+                            layer: text(layer, "name").unwrap_or_default(),
+                            dropped,
+                            trimmed,
+                            reasons: strings(&layer["reasons"]),
+                        });
+                    }
+                }
+            }
             "hook" => audit.hooks.push(HookRun {
                 at: at.clone(),
                 event: text(data, "hookEvent").unwrap_or_default(),
@@ -581,7 +608,11 @@ fn from_agent_events(
             _ => {}
         }
     }
-    // The calls each skill was active for: between its loading and its unloading.
+    skill_calls(audit, events);
+}
+
+/// The calls each skill was active for: between its loading and its unloading.
+fn skill_calls(audit: &mut SessionAudit, events: &[ToolEvent]) {
     for skill in &mut audit.skills {
         skill.calls_while_active = events
             .iter()
