@@ -115,6 +115,16 @@ fn a_skill_allowing_only_read_cannot_get_a_command_run() {
     // The task ended, and the skill with it.
     let unloaded = of_kind(&all, "skill_unloaded");
     assert_eq!(unloaded[0]["reason"], "the task ended");
+    // The audit names the skill, how it was let in, and the calls made while it was active —
+    // the refused command among them, refused by the skill's layer.
+    let audit = p.run(&["audit", "--format", "json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout).unwrap();
+    let session = &audit["sessions"][0];
+    let active = &session["skills"][0];
+    assert_eq!(active["name"], "reader", "{session}");
+    assert_eq!(active["trust"], "trusted root");
+    assert_eq!(active["calls_while_active"], json!([1, 2]), "{session}");
+    assert_eq!(session["denied"][0]["layer"], "skill", "{session}");
 }
 
 #[test]
