@@ -368,3 +368,40 @@ fn a_manifest_run_s_receipt_is_in_its_audit_and_its_checksums_are_checked() {
         "{audited}"
     );
 }
+
+#[test]
+fn an_agent_session_under_a_manifest_names_its_run_and_what_its_commands_changed() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    crate::manifest_run::repo(&p);
+    let text = crate::manifest_run::test_and_patch(&p);
+    let file = crate::manifest_run::manifest(&p, "m.yaml", &text);
+    let server = model_calling(&[Call::new(
+        "b1",
+        "bash",
+        &json!({"command": "echo made > made-here.txt"}),
+    )]);
+    let run = warden_run(
+        &p,
+        &server,
+        &["--manifest", &file, "--mode", "auto", "--on-ask", "allow"],
+        "make a file",
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let report = audit_json(&p, &["--all"]);
+    let session = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| !s["commands"].as_array().unwrap().is_empty())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(session["receipts"][0]["status"], "succeeded", "{session}");
+    assert_eq!(session["receipts"][0]["verified"], true, "{session}");
+    assert_eq!(
+        session["commands"][0]["changed_files"],
+        json!(["made-here.txt"]),
+        "{session}"
+    );
+}
