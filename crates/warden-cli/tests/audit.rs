@@ -9,6 +9,19 @@ use warden_fake_provider::{Call, FakeProvider, openai};
 
 use crate::support::{Project, model_calling, on_a_terminal, sandbox_available, warden_run};
 
+/// The notes and a private key to be refused, in `p`; the call that edits the notes' second
+/// line into `new`.
+fn edit_notes(p: &Project, new: &str) -> Call<'static> {
+    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
+    std::fs::write(p.home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    p.write("notes.txt", "first\nsecond\n");
+    Call::new(
+        "e1",
+        "editFile",
+        &json!({"path": "notes.txt", "oldString": "second", "newString": new}),
+    )
+}
+
 fn audit_json(p: &Project, args: &[&str]) -> Value {
     let mut words = vec!["audit", "--format", "json"];
     words.extend_from_slice(args);
@@ -23,16 +36,9 @@ fn a_session_s_reads_changes_commands_denials_and_approvals_in_every_format() {
     if !sandbox_available(&p) {
         return;
     }
-    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
-    std::fs::write(p.home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
-    p.write("notes.txt", "first\nsecond\n");
     let server = model_calling(&[
         Call::new("r1", "readFile", &json!({"path": "notes.txt"})),
-        Call::new(
-            "e1",
-            "editFile",
-            &json!({"path": "notes.txt", "oldString": "second", "newString": "second, edited\nthird"}),
-        ),
+        edit_notes(&p, "second, edited\nthird"),
         Call::new(
             "b1",
             "bash",
@@ -244,16 +250,9 @@ fn the_html_report_is_one_file_a_browser_shows_with_the_same_facts() {
     if !sandbox_available(&p) {
         return;
     }
-    std::fs::create_dir_all(p.home.join(".ssh")).unwrap();
-    std::fs::write(p.home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
-    p.write("notes.txt", "first\nsecond\n");
     let server = model_calling(&[
         Call::new("r1", "readFile", &json!({"path": "notes.txt"})),
-        Call::new(
-            "e1",
-            "editFile",
-            &json!({"path": "notes.txt", "oldString": "second", "newString": "second <edited>"}),
-        ),
+        edit_notes(&p, "second <edited>"),
         Call::new("b1", "bash", &json!({"command": "cat ~/.ssh/id_rsa"})),
     ]);
     let run = warden_run(&p, &server, &["--mode", "accept-edits"], "tidy the notes");
@@ -403,5 +402,38 @@ fn an_agent_session_under_a_manifest_names_its_run_and_what_its_commands_changed
         session["commands"][0]["changed_files"],
         json!(["made-here.txt"]),
         "{session}"
+    );
+}
+
+#[test]
+fn a_command_s_changes_in_another_writable_root_are_named_by_their_path() {
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let outside = p.home.join("shared");
+    std::fs::create_dir_all(&outside).unwrap();
+    let dir = p.home.join(".config/warden");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.toml"),
+        "[sandbox.filesystem]\nallow_write = [\"~/shared\"]\n",
+    )
+    .unwrap();
+    let target = outside.join("made.txt");
+    let server = model_calling(&[Call::new(
+        "b1",
+        "bash",
+        &json!({"command": format!("echo x > {} && echo y > here.txt", target.display())}),
+    )]);
+    let run = warden_run(&p, &server, &["--on-ask", "allow"], "write outside");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(target.exists(), "{}", run.stdout);
+    let report = audit_json(&p, &[]);
+    let command = &report["sessions"][0]["commands"][0];
+    assert_eq!(
+        command["changed_files"],
+        json!(["here.txt", target.display().to_string()]),
+        "{command}"
     );
 }

@@ -89,9 +89,10 @@ pub struct ToolContext {
     /// The sandbox the last shell command ran in (profile, layers, limits it hit), for the
     /// trace: taken by the runner when it records the call.
     pub(crate) last_sandbox: Mutex<Option<(String, serde_json::Value)>>,
-    /// A session's watch of the workspace, for the files each command changes (made at its
-    /// first command; `None` outside a session, where one command does not pay for the watch).
-    pub(crate) watch: Option<Mutex<Option<warden_sandbox::ChangeWatch>>>,
+    /// A session's watches of the writable roots (the project first, then `[sandbox.filesystem]
+    /// allow_write`), for the files each command changes: made at its first command; `None`
+    /// outside a session, where one command does not pay for them.
+    pub(crate) watch: Option<Mutex<Option<Vec<Watched>>>>,
     /// The settings the context was built from (the Bash tool builds its sandbox from them).
     pub settings: Settings,
     /// The `warden` binary that serves as the sandbox helper; without one the Bash tool refuses
@@ -271,8 +272,8 @@ impl ToolContext {
         self
     }
 
-    /// Starts a look at what the next command changes in the workspace: the session's watch
-    /// made if it is not yet, what happened before (the tools' changes) set aside.
+    /// Starts a look at what the next command changes in the writable roots: the session's
+    /// watches made if they are not yet, what happened before (the tools' changes) set aside.
     pub(crate) fn watch_before_command(&self) {
         let Some(watch) = &self.watch else {
             return;
@@ -281,16 +282,60 @@ impl ToolContext {
             return;
         };
         match watch.as_mut() {
-            Some(watch) => watch.skip(),
-            None => *watch = warden_sandbox::ChangeWatch::new(&self.settings.project_root).ok(),
+            Some(roots) => roots.iter_mut().for_each(|w| w.watch.skip()),
+            None => *watch = Some(self.writable_roots()),
         }
     }
 
-    /// What the command since [`Self::watch_before_command`] changed in the workspace.
+    /// The session's watches: the project, and each `allow_write` directory that exists and
+    /// can be watched whole.
+    fn writable_roots(&self) -> Vec<Watched> {
+        let project = &self.settings.project_root;
+        let mut roots = vec![project.clone()];
+        for extra in &self.settings.sandbox.filesystem.allow_write {
+            let root = expand(project, extra);
+            if root.is_dir() && !roots.iter().any(|r| root.starts_with(r)) {
+                roots.push(root);
+            }
+        }
+        roots
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, root)| {
+                warden_sandbox::ChangeWatch::new(&root)
+                    .ok()
+                    .map(|watch| Watched {
+                        root,
+                        project: n == 0,
+                        watch,
+                    })
+            })
+            .collect()
+    }
+
+    /// What the command since [`Self::watch_before_command`] changed in the writable roots:
+    /// the project's files relative to it, the others' absolute.
     pub(crate) fn watch_after_command(&self) -> Option<warden_sandbox::Changed> {
         let watch = self.watch.as_ref()?;
         let mut watch = watch.lock().ok()?;
-        watch.as_mut().map(warden_sandbox::ChangeWatch::take)
+        let roots = watch.as_mut()?;
+        let (mut paths, mut count) = (Vec::new(), 0);
+        for watched in roots.iter_mut() {
+            match watched.watch.take() {
+                warden_sandbox::Changed::Unknown => return Some(warden_sandbox::Changed::Unknown),
+                warden_sandbox::Changed::Paths(found, n) => {
+                    count += n;
+                    paths.extend(found.into_iter().map(|p| {
+                        if watched.project {
+                            p
+                        } else {
+                            watched.root.join(p).display().to_string()
+                        }
+                    }));
+                }
+            }
+        }
+        Some(warden_sandbox::Changed::Paths(paths, count))
     }
 
     /// The sandbox shell commands run in.
@@ -301,6 +346,15 @@ impl ToolContext {
                 .map(|h| warden_sandbox::Sandbox::new(h.clone()))
         })
     }
+}
+
+/// One writable root a session watches.
+#[derive(Debug)]
+pub(crate) struct Watched {
+    root: PathBuf,
+    /// The project itself, whose files are named relative to it.
+    project: bool,
+    watch: warden_sandbox::ChangeWatch,
 }
 
 fn expand(project_root: &Path, entry: &str) -> PathBuf {

@@ -63,46 +63,13 @@ const MAX_EVENTS: usize = 1 << 18;
 
 /// Every event queued now, without waiting (past [`MAX_EVENTS`], an overflow).
 pub(crate) fn drain(inotify: &OwnedFd) -> io::Result<Vec<Event>> {
-    const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
-    let mut events = Vec::new();
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        if events.len() > MAX_EVENTS {
-            events.push(Event {
-                wd: -1,
-                mask: libc::IN_Q_OVERFLOW,
-            });
-            return Ok(events);
-        }
-        // SAFETY: the buffer's pointer and length, on a descriptor we own.
-        let read = unsafe {
-            libc::read(
-                inotify.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-            )
-        };
-        let Ok(read) = usize::try_from(read) else {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(events),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(e),
-            }
-        };
-        let mut at = 0;
-        while at + HEADER <= read {
-            // SAFETY: the kernel wrote whole events; a header's bytes are in the buffer (checked
-            // above), read unaligned because the buffer is bytes.
-            let header: libc::inotify_event =
-                unsafe { std::ptr::read_unaligned(buffer.as_ptr().add(at).cast()) };
-            events.push(Event {
-                wd: header.wd,
-                mask: header.mask,
-            });
-            at += HEADER + usize::try_from(header.len).unwrap_or(read);
-        }
-    }
+    Ok(drain_named(inotify)?
+        .into_iter()
+        .map(|e| Event {
+            wd: e.wd,
+            mask: e.mask,
+        })
+        .collect())
 }
 
 /// One event with the name it is about (empty for the watched directory itself).
