@@ -15,6 +15,26 @@ use crate::extra;
 use crate::owned::Owned;
 use crate::state::{CommandRecord, State};
 
+/// The most symbols a session keeps in its working set.
+const MAX_SYMBOLS: usize = 5_000;
+
+/// The working set from what a tool actually did: the files it read and changed, and the names
+/// its files define and its searches found (for compaction to keep).
+fn learn(state: &mut State, runner: &ToolRunner<'_>, tool: &str, result: &ToolResult) {
+    let ws = runner.working_set();
+    let known = &mut state.working_set;
+    known.files_read.extend(ws.files_read.iter().cloned());
+    known.files_edited.extend(ws.files_edited.iter().cloned());
+    if let Some(output) = &result.output {
+        for name in warden_context::symbols_of(tool, output) {
+            if known.relevant_symbols.len() >= MAX_SYMBOLS {
+                break;
+            }
+            known.relevant_symbols.insert(name);
+        }
+    }
+}
+
 impl Agent<'_> {
     /// Checks, approves, runs and records the calls of one turn, in order; read-only calls that
     /// follow each other run at once. `Some` when the run must stop.
@@ -266,11 +286,7 @@ impl Agent<'_> {
                         "recording a tool call in the trace: {e}"
                     )))
                 })?;
-                // The working set from what the tools actually did.
-                let ws = runner.working_set();
-                let known = &mut state.working_set;
-                known.files_read.extend(ws.files_read.iter().cloned());
-                known.files_edited.extend(ws.files_edited.iter().cloned());
+                learn(state, runner, &call.name, &result);
                 if call.name == "bash" {
                     let command = checked.args.get("command").and_then(Value::as_str);
                     exit_code = result

@@ -98,7 +98,12 @@ impl Agent<'_> {
             }
         };
         self.account(state, &request, &turn, 0);
-        let (summary, restored) = compaction::repair(&turn.text, &range);
+        let known = state
+            .working_set
+            .relevant_symbols
+            .iter()
+            .map(String::as_str);
+        let (summary, restored) = compaction::repair(&turn.text, &range, known);
         state
             .items
             .splice(1..end, [compaction::summary_item(&summary, range.len())]);

@@ -74,6 +74,27 @@ fn signals(state: &State) -> warden_context::Signals {
     warden_context::Signals::new(focus, state.pinned.iter().map(String::as_str), risks)
 }
 
+/// Whether the conversation's tool results call for compaction (SPEC C5): more of them than
+/// `[context] tool_results_count`, or taking more than `tool_results_share` percent of the
+/// window. Only results outside the part compaction keeps raw count: what it cannot fold away
+/// does not call for it again.
+pub(crate) fn tool_results_trigger(settings: &Settings, state: &State) -> Option<Trigger> {
+    let items = &state.items;
+    let counter = warden_context::Tokens::estimate(state.calibration);
+    let older = &items[..warden_context::compaction::cut(items).min(items.len())];
+    let (mut count, mut tokens) = (0u64, 0u64);
+    for item in older {
+        if matches!(item, Item::ToolResult { .. }) {
+            count += 1;
+            tokens += warden_context::item_tokens(item, &counter);
+        }
+    }
+    let share = settings.context.tool_results_share;
+    let over_share = tokens.saturating_mul(100) > window(settings).saturating_mul(share);
+    (count > settings.context.tool_results_count || count > 1 && over_share)
+        .then_some(Trigger::ToolResults)
+}
+
 /// Whether a context calls for compaction: when pruning was not enough, or after a switch to a
 /// smaller window when anything had to be cut.
 pub(crate) fn trigger(built: &warden_context::Built, switched: bool) -> Option<Trigger> {

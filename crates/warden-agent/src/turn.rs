@@ -10,7 +10,7 @@ use warden_protocol::{Event, NetworkCounts};
 
 use crate::agent::{Agent, Status};
 use crate::compaction::NotCompacted;
-use crate::context::{trigger, window};
+use crate::context::{tool_results_trigger, trigger, window};
 use crate::state::State;
 
 impl Agent<'_> {
@@ -84,7 +84,8 @@ impl Agent<'_> {
             let (mut system, mut built) = self.context(state, &tools);
             // Pruning was not enough: the model summarises the older part, once this turn;
             // whatever still does not fit is trimmed, and the turn goes on.
-            let trigger = trigger(&built, std::mem::take(&mut switched));
+            let trigger = trigger(&built, std::mem::take(&mut switched))
+                .or_else(|| tool_results_trigger(self.settings, state));
             if let Some(trigger) = trigger {
                 match self.compact(state, trigger).await {
                     Ok(_) => (system, built) = self.context(state, &tools),

@@ -7,6 +7,7 @@ mod audit;
 mod autorun;
 mod bash_tool;
 mod cli;
+mod compaction;
 mod history;
 mod hooks;
 mod identity;

@@ -103,8 +103,14 @@ pub fn render(range: &[Item]) -> String {
 }
 
 /// The summary with every section present and every identifier of `range` in it: the missing
-/// ones are appended to the section they belong to. Returns it and the identifiers put back.
-pub fn repair(summary: &str, range: &[Item]) -> (String, Vec<Identifier>) {
+/// ones are appended to the section they belong to. `known` are the symbols the session learned
+/// (its working set's `relevantSymbols`): each one `range` mentions counts as an identifier too.
+/// Returns the summary and the identifiers put back.
+pub fn repair<'k>(
+    summary: &str,
+    range: &[Item],
+    known: impl IntoIterator<Item = &'k str>,
+) -> (String, Vec<Identifier>) {
     let mut sections: Vec<(String, String)> = SECTIONS
         .iter()
         .map(|s| ((*s).to_owned(), String::new()))
@@ -139,10 +145,12 @@ pub fn repair(summary: &str, range: &[Item]) -> (String, Vec<Identifier>) {
     }
     let mut all_ids = identifiers::extract(&source);
     // The rendering cut long results: their identifiers count too.
+    let mut whole = source.clone();
     for item in range {
         if let Item::ToolResult { content, .. } = item
             && content.chars().count() > RESULT_CHARS
         {
+            whole.push_str(content);
             for id in identifiers::extract(content) {
                 if !all_ids.contains(&id) {
                     all_ids.push(id);
@@ -150,14 +158,41 @@ pub fn repair(summary: &str, range: &[Item]) -> (String, Vec<Identifier>) {
             }
         }
     }
+    // What an earlier summary kept verbatim stays kept, with its kind.
+    for item in range {
+        if let Item::User { text } = item
+            && let Some(earlier) = summary_of(text)
+        {
+            for id in kept(earlier) {
+                if !all_ids.iter().any(|found| found.text == id.text) {
+                    all_ids.push(id);
+                }
+            }
+        }
+    }
+    for id in identifiers::known_in(&whole, known) {
+        if !all_ids.iter().any(|found| found.text == id.text) {
+            all_ids.push(id);
+        }
+    }
     let said: String = sections.iter().map(|(_, body)| body.as_str()).collect();
     let restored = identifiers::missing(&all_ids, &said);
     for id in &restored {
         let at = match id.kind {
-            Kind::Path | Kind::PathLine | Kind::Function | Kind::Table => 4,
+            Kind::Path
+            | Kind::PathLine
+            | Kind::Function
+            | Kind::Type
+            | Kind::Table
+            | Kind::Column => 4,
             Kind::Url | Kind::Commit | Kind::Issue | Kind::TraceId | Kind::ErrorCode => 5,
         };
-        let _ = writeln!(sections[at].1, "- {} (kept verbatim by warden)", id.text);
+        let _ = writeln!(
+            sections[at].1,
+            "- {} ({}, kept verbatim by warden)",
+            id.text,
+            id.kind.as_str()
+        );
     }
     let mut out = String::new();
     for (heading, body) in &sections {
@@ -169,6 +204,22 @@ pub fn repair(summary: &str, range: &[Item]) -> (String, Vec<Identifier>) {
         );
     }
     (out, restored)
+}
+
+/// The identifiers a summary's repair put back, as it listed them.
+fn kept(summary: &str) -> Vec<Identifier> {
+    summary
+        .lines()
+        .filter_map(|line| {
+            let (text, rest) = line.strip_prefix("- ")?.rsplit_once(" (")?;
+            let kind = rest.strip_suffix(", kept verbatim by warden)")?;
+            let kind = Kind::ALL.into_iter().find(|k| k.as_str() == kind)?;
+            Some(Identifier {
+                kind,
+                text: text.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// The item a summary becomes in the conversation.
@@ -249,7 +300,7 @@ mod tests {
             content: "error[E0308] at src/main.rs:42:7, see https://example.com/e".into(),
             is_error: true,
         }];
-        let (fixed, restored) = repair("## Goal\nfix it\n## Progress\nsome", &range);
+        let (fixed, restored) = repair("## Goal\nfix it\n## Progress\nsome", &range, []);
         for heading in SECTIONS {
             assert!(
                 fixed.contains(&format!("## {heading}\n")),
@@ -260,5 +311,32 @@ mod tests {
         for id in ["E0308", "src/main.rs:42:7", "https://example.com/e"] {
             assert!(fixed.contains(id), "{id}");
         }
+    }
+
+    #[test]
+    fn a_known_symbol_said_in_prose_is_kept_and_so_is_what_an_earlier_summary_kept() {
+        let range = vec![Item::Assistant {
+            text: "Next I change settle_batch so that the totals match.".into(),
+            calls: Vec::new(),
+        }];
+        let (without, _) = repair("## Goal\nfix the totals", &range, []);
+        assert!(!crate::holds(&without, "settle_batch"), "{without}");
+        let (with, restored) = repair(
+            "## Goal\nfix the totals",
+            &range,
+            ["settle_batch", "not_mentioned"],
+        );
+        assert!(
+            with.contains("- settle_batch (function, kept verbatim by warden)"),
+            "{with}"
+        );
+        assert_eq!(restored.len(), 1);
+        // The next compaction summarises the first summary: what it kept stays, with its kind.
+        let earlier = summary_item(&with, 3);
+        let (again, _) = repair("## Goal\nstill the totals", &[earlier], []);
+        assert!(
+            again.contains("- settle_batch (function, kept verbatim by warden)"),
+            "{again}"
+        );
     }
 }

@@ -8,11 +8,13 @@ mod builder;
 pub mod compaction;
 mod identifiers;
 mod score;
+mod symbols;
 mod tokens;
 mod untrusted;
 
 pub use builder::{Built, Fate, Input, Layer, Report, build, item_tokens};
-pub use identifiers::{Identifier, Kind, extract, missing};
+pub use identifiers::{Identifier, Kind, extract, holds, known_in, missing};
 pub use score::{Score, Signals, failed};
+pub use symbols::{defined, symbols_of};
 pub use tokens::{Tokens, calibrate, estimate};
 pub use untrusted::Shield;

@@ -179,7 +179,7 @@ mod calibration {
         for (kind, corpus) in [
             ("code", include_str!("builder.rs")),
             ("prose", include_str!("../../../docs/security-model.md")),
-            ("json", include_str!("../tests/fixtures/identifiers.json")),
+            ("json", include_str!("../tests/fixtures/corpus/dev.json")),
         ] {
             let all = pieces(corpus);
             let (learn, check) = all.split_at(all.len() / 2);

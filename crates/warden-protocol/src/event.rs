@@ -343,6 +343,9 @@ pub enum Trigger {
     ModelSwitch,
     /// The whole run is handed to another agent (`warden handoff`).
     Handoff,
+    /// Tool results took more than their share of the window, or were too many
+    /// (`[context] tool_results_share`, `tool_results_count`).
+    ToolResults,
 }
 
 impl Trigger {
@@ -352,6 +355,7 @@ impl Trigger {
             Self::Manual => "manual",
             Self::ModelSwitch => "model_switch",
             Self::Handoff => "handoff",
+            Self::ToolResults => "tool_results",
         }
     }
 }

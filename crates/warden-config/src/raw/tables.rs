@@ -194,12 +194,20 @@ pub struct RawContext {
     /// The model's window in tokens, overriding `[model] context_window` and what the model
     /// reports (for small local models). Must be greater than zero. Default none.
     pub window_tokens: Option<u64>,
+    /// Compaction runs when the conversation's tool results take more than this percentage of
+    /// the window, before anything has to be cut (1 to 100). Default `50`.
+    pub tool_results_share: Option<u64>,
+    /// Compaction runs when the conversation holds more than this many tool results. Must be
+    /// greater than zero. Default `150`.
+    pub tool_results_count: Option<u64>,
 }
 
 merge_struct!(RawContext {
     shares,
     tool_output_tokens,
     window_tokens,
+    tool_results_share,
+    tool_results_count,
 });
 
 /// `[context.shares]`: percentages of the context window; after merging they must sum to

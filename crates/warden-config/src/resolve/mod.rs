@@ -379,6 +379,8 @@ fn build_context(raw: RawContext) -> Context {
         shares,
         tool_output_tokens,
         window_tokens,
+        tool_results_share,
+        tool_results_count,
     } = raw;
     let d = Context::default();
     let RawContextShares {
@@ -400,6 +402,8 @@ fn build_context(raw: RawContext) -> Context {
         },
         tool_output_tokens: tool_output_tokens.unwrap_or(d.tool_output_tokens),
         window_tokens,
+        tool_results_share: tool_results_share.unwrap_or(d.tool_results_share),
+        tool_results_count: tool_results_count.unwrap_or(d.tool_results_count),
     }
 }
 

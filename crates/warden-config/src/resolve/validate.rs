@@ -156,11 +156,7 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
     if let Some(cost) = budgets.max_cost_usd {
         positive_f64(&["budgets", "max_cost_usd"], cost)?;
     }
-    let total = settings.context.shares.total();
-    if !(99..=101).contains(&total) {
-        let message = format!("shares sum to {total}, they must sum to 100 (± 1)");
-        return Err(blame.error(&["context", "shares"], message));
-    }
+    check_context(settings, blame)?;
 
     let manifest = &settings.org.manifest;
     for (field, value) in [
@@ -173,6 +169,33 @@ pub(super) fn validate(settings: &Settings, blame: &Blame<'_>) -> Result<(), Con
 
     check_sandbox(settings, blame)?;
     check_org(settings, blame)
+}
+
+/// The percentages of `[context]`: shares that make the whole window, a share of it that
+/// calls for compaction.
+fn check_context(settings: &Settings, blame: &Blame<'_>) -> Result<(), ConfigError> {
+    let context = &settings.context;
+    for (field, value) in [
+        ("tool_results_share", context.tool_results_share),
+        ("tool_results_count", context.tool_results_count),
+    ] {
+        if value == 0 {
+            return Err(blame.error(&["context", field], "must be greater than 0"));
+        }
+    }
+    if settings.context.tool_results_share > 100 {
+        let message = format!(
+            "{} is a percentage of the window: at most 100",
+            settings.context.tool_results_share
+        );
+        return Err(blame.error(&["context", "tool_results_share"], message));
+    }
+    let total = settings.context.shares.total();
+    if !(99..=101).contains(&total) {
+        let message = format!("shares sum to {total}, they must sum to 100 (± 1)");
+        return Err(blame.error(&["context", "shares"], message));
+    }
+    Ok(())
 }
 
 /// What the sandbox's values cannot say by their types (its named choices are closed sets,

@@ -178,6 +178,11 @@ pub struct Context {
     pub tool_output_tokens: u64,
     /// The window, overriding `[model] context_window`. Default none.
     pub window_tokens: Option<u64>,
+    /// Compaction runs when tool results take more than this percentage of the window.
+    /// Default 50.
+    pub tool_results_share: u64,
+    /// Compaction runs when the conversation holds more tool results than this. Default 150.
+    pub tool_results_count: u64,
 }
 
 impl Default for Context {
@@ -186,6 +191,8 @@ impl Default for Context {
             shares: ContextShares::default(),
             tool_output_tokens: 4000,
             window_tokens: None,
+            tool_results_share: 50,
+            tool_results_count: 150,
         }
     }
 }

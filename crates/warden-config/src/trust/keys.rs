@@ -135,6 +135,8 @@ gate_table!(RawContext => Context {
     shares: Table = "shares of the window",
     tool_output_tokens: MaySet = "tokens one tool result may take",
     window_tokens: MaySet = "the window warden plans for",
+    tool_results_share: MaySet = "when tool results call for compaction",
+    tool_results_count: MaySet = "when tool results call for compaction",
 });
 
 gate_table!(RawContextShares => ContextShares {

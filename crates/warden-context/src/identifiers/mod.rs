@@ -1,7 +1,10 @@
 //! Opaque identifiers: the strings a summary must keep exactly — paths and `path:line`, URLs,
-//! commit hashes, issue and trace ids, error codes, function and table names (SPEC C6). A
-//! summary that paraphrases them loses the ability to act on them, so after compaction the code
-//! checks that every one of the compacted range is still there.
+//! commit hashes, issue and trace ids, error codes, function, type, table and column names (SPEC
+//! C6). A summary that paraphrases them loses the ability to act on them, so after compaction the
+//! code checks that every one of the compacted range is still there.
+
+mod code;
+mod sql;
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -21,10 +24,27 @@ pub enum Kind {
     Issue,
     ErrorCode,
     Function,
+    Type,
     Table,
+    Column,
 }
 
 impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 11] = [
+        Self::Url,
+        Self::PathLine,
+        Self::Path,
+        Self::TraceId,
+        Self::Commit,
+        Self::Issue,
+        Self::ErrorCode,
+        Self::Function,
+        Self::Type,
+        Self::Table,
+        Self::Column,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Url => "url",
@@ -35,7 +55,9 @@ impl Kind {
             Self::Issue => "issue",
             Self::ErrorCode => "error_code",
             Self::Function => "function",
+            Self::Type => "type",
             Self::Table => "table",
+            Self::Column => "column",
         }
     }
 }
@@ -47,9 +69,12 @@ pub struct Identifier {
     pub text: String,
 }
 
-fn re(pattern: &str) -> Regex {
+pub(crate) fn re(pattern: &str) -> Regex {
     Regex::new(pattern).unwrap_or_else(|e| unreachable!("identifier pattern {pattern}: {e}"))
 }
+
+/// One piece of a path: a name, or a route's parameter (`<int:id>`, `{id}`, `:id`).
+const SEGMENT: &str = r"(?:[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
 
 /// File extensions that make a bare name a path.
 const EXTENSIONS: &str = "a|o|rs|toml|lock|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ndjson|py|pyi|go|mod|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|sh|bash|zsh|sql|md|txt|yaml|yml|html|css|scss|xml|ini|cfg|conf|env|log|proto|graphql|vue|svelte|lua|ex|exs|erl|hs|ml|scala|gradle|dockerfile|csv|ipynb|db|sqlite|gguf|wasm|so|dylib|dll|exe|patch|diff";
@@ -75,6 +100,101 @@ const NOT_PATHS: &[&str] = &[
     "km/h",
 ];
 
+/// A media type (`application/json`), a product and its version (`HTTP/1.1`, `Python/3.11.7`),
+/// a date (`04/Dec/2026`): slashes that do not make a path.
+fn not_a_path(piece: &str) -> bool {
+    static NOT: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"^(?:(?:application|text|image|audio|video|multipart|font)/[\w.+-]+|(?:java|jdk|javafx)\.\w+/.*|[A-Z]\w*\.js|[A-Za-z][\w.]*/\d[\d.]*|\d{1,2}/[A-Z][a-z]{2}/\d{4}(?::[\d:]+)?|\d{1,4}/\d{1,2}(?:/\d{1,4})?)$",
+        )
+    });
+    NOT.is_match(piece)
+}
+
+static HAS_EXTENSION: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\.(?:{EXTENSIONS})$")));
+
+/// A method's definition in languages without a keyword for it: `public void persist(Path p) {`,
+/// `load(env) {`.
+static METHOD_DEFINED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^\s*(?:\d+\t)?\s*(?:(?:public|private|protected|static|final|async|synchronized|override|abstract|virtual|get|set)\s+)*(?:[\w<>\[\],.?]+\s+)?([A-Za-z_$][\w$]*)\s*\([^;{}()\n]*\)\s*(?:throws [\w., ]+)?\{",
+    )
+});
+
+static CHAINED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?m)(?:\)|^\s*(?:\d+\t)?\s*)\.([A-Za-z_$][\w$]*)\s*(?:\(|::<)"));
+
+/// Methods of a language's basic types (strings, lists, options, iterators): called
+/// everywhere, never the project's own.
+const BASIC_METHODS: &[&str] = &[
+    "unwrap",
+    "expect",
+    "clone",
+    "iter",
+    "iter_mut",
+    "into_iter",
+    "collect",
+    "into",
+    "to_string",
+    "to_owned",
+    "as_str",
+    "as_ref",
+    "as_mut",
+    "map",
+    "map_err",
+    "and_then",
+    "unwrap_or",
+    "unwrap_or_else",
+    "unwrap_or_default",
+    "is_some",
+    "is_none",
+    "is_ok",
+    "is_err",
+    "len",
+    "is_empty",
+    "push",
+    "push_str",
+    "pop",
+    "chars",
+    "bytes",
+    "lines",
+    "trim",
+    "strip",
+    "lower",
+    "upper",
+    "split",
+    "join",
+    "append",
+    "extend",
+    "format",
+    "replace",
+    "startswith",
+    "endswith",
+    "starts_with",
+    "ends_with",
+    "contains",
+    "toLowerCase",
+    "toUpperCase",
+    "toString",
+    "forEach",
+    "filter",
+    "then",
+    "catch",
+    "finally",
+    "ok",
+    "err",
+    "encode",
+    "decode",
+    "log",
+    "sum",
+    "count",
+    "enumerate",
+    "zip",
+    "rev",
+    "any",
+    "all",
+];
+
 /// Words before `(` that are prose, not calls.
 const NOT_FUNCTIONS: &[&str] = &[
     "if", "for", "while", "match", "return", "switch", "catch", "and", "or", "not", "see", "e.g",
@@ -85,12 +205,12 @@ const NOT_FUNCTIONS: &[&str] = &[
 static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\bhttps?://[^\s<>"'`\]}\\]+"#));
 static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b"
+        r"(?:file://)?(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b|\bnode:[\w/.-]+:\d+(?::\d+)?\b"
     ))
 });
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:~|\.{{1,2}})?/[\w.@+-]+(?:/[\w.@+-]+)*/?|[\w.@+-]+(?:/[\w.@+-]+)+/?|\b[\w.+-]+\.(?:{EXTENSIONS})\b"
+        r"(?:file://)?(?:~|\.{{1,2}})?/{SEGMENT}(?:/{SEGMENT})*/?|[\w.@+-]+(?:/{SEGMENT})+/?|\b[\w.+-]+\.(?:{EXTENSIONS})\b"
     ))
 });
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
@@ -98,28 +218,45 @@ static UUID: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PREFIXED_ID: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job)_[A-Za-z0-9][A-Za-z0-9_-]{5,}\b|\bchatcmpl-[A-Za-z0-9]{6,}\b",
+        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job|pi|sub|ord|cus|ch|acct|txn|tok|usr|inv|pay|batch|task|ses|corr)_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\bchatcmpl-[A-Za-z0-9]{6,}\b",
     )
 });
+/// A test's id as pytest prints it: `tests/test_api.py::TestCart::test_total[case-1]`.
+static PYTEST_ID: LazyLock<Regex> = LazyLock::new(|| re(r"[\w./-]*\.py::[\w:]+(?:\[[^\]\s]*\])?"));
 /// W3C `traceparent`: version, trace id, span id, flags.
 static TRACEPARENT: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}\b"));
 /// A hash at the start of a line, as `git log --oneline` prints it (digits only included).
-static COMMIT_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^([0-9a-f]{7,40})\s"));
+static COMMIT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^[*|\\/ ]*\^?([0-9a-f]{7,40})\s|\bMerge:\s+([0-9a-f]{7,40})\s+([0-9a-f]{7,40})|\bindex ([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})",
+    )
+});
 static COMMIT: LazyLock<Regex> = LazyLock::new(|| re(r"\b[0-9a-f]{7,40}\b"));
-static ISSUE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?:\b[\w.-]+/[\w.-]+)?#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+(?:-\d+)?\b"));
+static ISSUE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(?:CVE|RUSTSEC|PYSEC|GO|GHSA)-\d{4}-[\w-]+\b|(?:\b[\w.-]+/[\w.-]+)?#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b",
+    )
+});
 static ERROR_CODE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b"
+        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b|\[(-W[\w=-]+)\]|(?:noqa|disable)[:=]\s*([A-Z]+\d+)"
     ))
+});
+
+/// A hexadecimal id called a trace, span or request id; a `SHOUTING_NAME` called a code or an
+/// error (`code AUTH_TOKEN_EXPIRED`, `error: QUOTA_EXCEEDED`).
+static NAMED_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?i:\b(?:trace|span|request|correlation)(?:[ _-]?id)?)[\s:=#"']+([0-9a-fA-F]{16,64})\b|(?i:\b(?:code|error|errno|status|reason|err))[\s:=("'`]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b"#,
+    )
 });
 
 /// The POSIX and Linux `errno` names.
 const ERRNO: &str = "EPERM|ENOENT|ESRCH|EINTR|EIO|ENXIO|E2BIG|ENOEXEC|EBADF|ECHILD|EAGAIN|ENOMEM|EACCES|EFAULT|EBUSY|EEXIST|EXDEV|ENODEV|ENOTDIR|EISDIR|EINVAL|ENFILE|EMFILE|ENOTTY|ETXTBSY|EFBIG|ENOSPC|ESPIPE|EROFS|EMLINK|EPIPE|EDOM|ERANGE|EDEADLK|ENAMETOOLONG|ENOLCK|ENOSYS|ENOTEMPTY|ELOOP|EWOULDBLOCK|ENOMSG|EIDRM|ENOSTR|ENODATA|ETIME|ENOSR|ENOLINK|EPROTO|EBADMSG|EOVERFLOW|EILSEQ|EUSERS|ENOTSOCK|EDESTADDRREQ|EMSGSIZE|EPROTOTYPE|ENOPROTOOPT|EPROTONOSUPPORT|ESOCKTNOSUPPORT|EOPNOTSUPP|ENOTSUP|EPFNOSUPPORT|EAFNOSUPPORT|EADDRINUSE|EADDRNOTAVAIL|ENETDOWN|ENETUNREACH|ENETRESET|ECONNABORTED|ECONNRESET|ENOBUFS|EISCONN|ENOTCONN|ESHUTDOWN|ETOOMANYREFS|ETIMEDOUT|ECONNREFUSED|EHOSTDOWN|EHOSTUNREACH|EALREADY|EINPROGRESS|ESTALE|EDQUOT|ECANCELED|EOWNERDEAD|ENOTRECOVERABLE";
 static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(?:fn|def|function|func|async fn|pub fn)\s+([A-Za-z_]\w*)|\b([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)\(",
+        r"\b(?:fn|def|function|func|async fn|pub fn)\s+([A-Za-z_$]\w*)|\b([A-Za-z_$][\w$]*(?:(?:::|\.)[A-Za-z_$#][\w$]*)*)\(",
     )
 });
 /// Names that are functions by where they stand: a stack frame (`at Object.openSync (`), a test
@@ -127,7 +264,7 @@ static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
 /// `lib.a(x.o):(symbol)`), `Type::method`.
 static FUNCTION_PLACED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\bat\s+([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s+\(|\.py::([A-Za-z_]\w*)|(?:undefined symbol:|undefined reference to)\s+`?([A-Za-z_]\w*)|\b([A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)",
+        r"\bat\s+(?:async\s+)?(?:new\s+)?([A-Za-z_$#][\w$#]*(?:\.[A-Za-z_$#<][\w$#<>]*)*)\s+(?:\[as ([\w$#]+)\]\s+)?\(|(?:undefined symbol:|undefined reference to)\s+[`‘']?([A-Za-z_]\w*)|\b([A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)|#\d+\s+0x[0-9a-f]+\s+in\s+([A-Za-z_][\w:~<>]*)|\bat\s+(?:[\w.]+/)?([\w$.]+)\([\w$.]*(?:\.java|\.kt|\.scala)?:?\d*\)|:in\s+`([^'\s]+)'",
     )
 });
 static TABLE: LazyLock<Regex> = LazyLock::new(|| {
@@ -178,6 +315,9 @@ impl Finder<'_> {
                 self.add(Kind::TraceId, group.start(), group.end());
             }
         }
+        for m in PYTEST_ID.find_iter(text) {
+            self.add(Kind::Function, m.start(), m.end());
+        }
         for m in UUID.find_iter(text).chain(PREFIXED_ID.find_iter(text)) {
             self.add(Kind::TraceId, m.start(), m.end());
         }
@@ -197,8 +337,9 @@ impl Finder<'_> {
             if NOT_PATHS.contains(&piece) || plain_pair && piece.len() <= 12 || piece == "/" {
                 continue;
             }
-            // `owner/repo#12` is an issue.
-            if text[m.end()..].starts_with('#') {
+            // `owner/repo#12` is an issue; `java.base/java.lang.Long.parseLong(` a call.
+            let call = text[m.end()..].starts_with('(') && !HAS_EXTENSION.is_match(piece);
+            if text[m.end()..].starts_with('#') || call || not_a_path(piece) {
                 continue;
             }
             self.add(Kind::Path, m.start(), m.end());
@@ -207,8 +348,15 @@ impl Finder<'_> {
 
     fn codes(&mut self) {
         let text = self.text;
+        for c in NAMED_CODE.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                self.add(Kind::TraceId, m.start(), m.end());
+            } else if let Some(m) = c.get(2) {
+                self.add(Kind::ErrorCode, m.start(), m.end());
+            }
+        }
         for c in COMMIT_LINE.captures_iter(text) {
-            if let Some(hash) = c.get(1) {
+            for hash in (1..=5).filter_map(|i| c.get(i)) {
                 self.add(Kind::Commit, hash.start(), hash.end());
             }
         }
@@ -220,39 +368,84 @@ impl Finder<'_> {
             }
         }
         for m in ISSUE.find_iter(text) {
-            // `&#34;` is a character reference, not issue 34.
-            if text[..m.start()].ends_with('&') && text[m.end()..].starts_with(';') {
+            let after = &text[m.end()..];
+            // `&#34;` is a character reference, not issue 34; `#0 0x7f…` a stack frame;
+            // `INV-2024-0042` a document number.
+            if text[..m.start()].ends_with('&') && after.starts_with(';')
+                || after.starts_with(" 0x")
+                || text[..m.start()].ends_with("candidate ")
+                || after.starts_with('-') && after[1..].starts_with(|c: char| c.is_ascii_digit())
+            {
                 continue;
             }
             self.add(Kind::Issue, m.start(), m.end());
         }
-        for m in ERROR_CODE.find_iter(text) {
-            self.add(Kind::ErrorCode, m.start(), m.end());
+        for c in ERROR_CODE.captures_iter(text) {
+            if let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(0)) {
+                self.add(Kind::ErrorCode, m.start(), m.end());
+            }
+        }
+    }
+
+    fn placed(&mut self) {
+        let text = self.text;
+        for c in FUNCTION_PLACED.captures_iter(text) {
+            for name in (1..=8).filter_map(|i| c.get(i)) {
+                if !NOT_FUNCTIONS.contains(&name.as_str()) && !name.as_str().contains('<') {
+                    self.add(Kind::Function, name.start(), name.end());
+                }
+            }
+        }
+    }
+
+    /// Adds a function called at `s..e` as written, with the receiver it is called on
+    /// (`self.cart.add`): the method's own name is in it whole.
+    fn add_call(&mut self, s: usize, e: usize) {
+        if !self.text[s..e].contains("<anonymous>") {
+            self.add(Kind::Function, s, e);
         }
     }
 
     fn names(&mut self) {
         let text = self.text;
-        for c in FUNCTION_PLACED.captures_iter(text) {
-            let name = (1..=5).find_map(|i| c.get(i));
-            if let Some(name) = name.filter(|n| !NOT_FUNCTIONS.contains(&n.as_str())) {
-                self.add(Kind::Function, name.start(), name.end());
-            }
-        }
         for c in FUNCTION.captures_iter(text) {
             let Some(name) = c.get(1).or_else(|| c.get(2)) else {
                 continue;
             };
             let plain = name.as_str();
+            // `.name(` on what a call returned is a chained call, read below.
+            if text[..name.start()].ends_with(['.', '#', '$']) {
+                continue;
+            }
             let last = plain.rsplit(['.', ':']).next().unwrap_or(plain);
             let codeish = plain.contains(['_', '.', ':'])
                 || last.chars().skip(1).any(char::is_uppercase)
                 || c.get(1).is_some()
                 || text[name.end()..].starts_with("()");
-            if NOT_FUNCTIONS.contains(&plain) || !codeish {
+            if NOT_FUNCTIONS.contains(&plain) || sql::is_sql_word(plain) || !codeish {
                 continue;
             }
-            self.add(Kind::Function, name.start(), name.end());
+            self.add_call(name.start(), name.end());
+        }
+        for c in METHOD_DEFINED.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !NOT_FUNCTIONS.contains(&m.as_str())
+                && !matches!(
+                    m.as_str(),
+                    "function" | "else" | "do" | "try" | "synchronized"
+                )
+            {
+                self.add(Kind::Function, m.start(), m.end());
+            }
+        }
+        // A method called on what a call returned, or on a line of its own in a chain.
+        for c in CHAINED.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !BASIC_METHODS.contains(&m.as_str())
+                && m.as_str().len() >= 3
+            {
+                self.add(Kind::Function, m.start(), m.end());
+            }
         }
         for c in TABLE.captures_iter(text) {
             if let Some(name) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3))
@@ -275,7 +468,12 @@ pub fn extract(text: &str) -> Vec<Identifier> {
     found.urls_and_ids();
     found.paths();
     found.codes();
+    found.frames();
+    found.placed();
+    found.sql();
+    found.code();
     found.names();
+    found.code_types();
     let mut all = found.hits;
     all.sort_by_key(|(at, _)| *at);
     let mut seen = HashSet::new();
@@ -285,12 +483,43 @@ pub fn extract(text: &str) -> Vec<Identifier> {
         .collect()
 }
 
-/// The identifiers of `source` that `summary` does not contain, to be put back.
+/// Whether `text` holds `name` whole: not as part of a longer name (`load` is not in
+/// `loaded`, `users` is not in `users_archive`).
+pub fn holds(text: &str, name: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let edge_start = word(name.chars().next());
+    let edge_end = word(name.chars().next_back());
+    text.match_indices(name).any(|(at, _)| {
+        (!edge_start || !word(text[..at].chars().next_back()))
+            && (!edge_end || !word(text[at + name.len()..].chars().next()))
+    })
+}
+
+/// The identifiers of `source` that `summary` does not hold, to be put back.
 pub fn missing(source: &[Identifier], summary: &str) -> Vec<Identifier> {
     source
         .iter()
-        .filter(|id| !summary.contains(&id.text))
+        .filter(|id| !holds(summary, &id.text))
         .cloned()
+        .collect()
+}
+
+/// The names among `known` (the symbols the session learned from the files it read and the
+/// searches it ran: its working set's `relevantSymbols`) that `text` holds whole, as
+/// identifiers: a name a file defines is one wherever it is mentioned, even in prose no
+/// pattern reads as code. A capitalised name is taken for a type, any other for a function.
+pub fn known_in<'k>(text: &str, known: impl IntoIterator<Item = &'k str>) -> Vec<Identifier> {
+    known
+        .into_iter()
+        .filter(|name| name.len() >= 3 && holds(text, name))
+        .map(|name| Identifier {
+            kind: if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                Kind::Type
+            } else {
+                Kind::Function
+            },
+            text: name.to_owned(),
+        })
         .collect()
 }
 

@@ -1,0 +1,392 @@
+//! Names of code: functions, methods and types, from where compilers, tracebacks and test runners
+//! put them — a quoted name after the word that says what it is, a definition, a stack frame, a
+//! test id, an exception class.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Finder, Kind, re};
+
+/// A quoted name after the word that says what it is: `` function `load` ``, `struct ‘point’`,
+/// `class 'Item'`, `symbol:   method total(int)`.
+static NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"\b(function|fn|method|associated function|func|struct|enum|trait|type|class|interface|union|record|type alias|table|column)\s+(?:named\s+)?[`‘'"]([^`’'"\n]{1,160})[`’'"]"#,
+    )
+});
+
+/// A name a sentence says what it is of: `the refreshSession method`, `the user_sessions table`,
+/// `` the `billing` column ``. Only names that read as code (an underscore, a capital inside, or
+/// quoted) count.
+static PROSE_NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"`?\b([A-Za-z_](?:[\w.:]*\w)?)`?\s+(method|function|helper|callback|handler|class|struct|type|enum|trait|interface|table|column|view)\b",
+    )
+});
+
+/// Where a name can only be a type: C's `‘struct ring_buffer’` and `unknown type name ‘x’`,
+/// Python's `'NoneType' object` and a traceback's last line (`shipping.errors.QuoteRejected:`),
+/// Java's `method run() in Runnable` and `incompatible types: A cannot be converted to B`,
+/// `impl Trait for Type`, a constant of a class (`RoundingMode.HALF_UP`), C's `_t` types.
+static PLACED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b"#,
+    )
+});
+
+/// Java's `incompatible types: A cannot be converted to B<C>`, `method x() in Y`, the bounds of
+/// a derive, `implements`/`extends` lists: each capitalised name in them is a type.
+static TYPE_LIST: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)incompatible types: ([^\n]+)|\bmethod \w+\([^)\n]*\) in ([\w.]+)|#\[derive\(([^)\n]*)\)|\b(?:implements|extends|throws)\s+([\w.<>, ]+)|\bderives? ([\w, ]+)",
+    )
+});
+
+/// Names a file imports: `from flask import Blueprint, abort`, `import java.nio.file.Path;`,
+/// `use crate::audit::AuditLog;`, `import { readFile } from`.
+static IMPORTED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)\bfrom\s+[\w.]+\s+import\s+\(?([\w, ]+)\)?|^(?:\s*\d+\t|[^\s:]+:\d+:)?\s*import\s+(?:static\s+)?([\w.]+\.[A-Z]\w*)\s*;|\buse\s+((?:crate|super|self|std|[a-z_]\w*)::[\w:]*[A-Z]\w*)\s*;|\bimport\s*\{([\w, ]+)\}\s*from",
+    )
+});
+static LISTED_TYPE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b(?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\b"));
+static IMPORTED_NAME: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_][\w.:]*"));
+
+/// Java's `symbol:   class Item` and `location: class com.acme.Store`.
+static JAVA_SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^\s*(?:symbol|location):\s+(class|interface|enum|method|variable)\s+([A-Za-z_$][\w$.]*)",
+    )
+});
+
+/// A definition: `class Store`, `struct Config`, `enum Mode`, `interface Item`, `type Id =`.
+static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(?:struct|enum|trait|class|interface|union|record|protocol|impl(?:<[^>]*>)?)\s+([A-Z][\w]*)|\btype\s+([A-Z]\w*)\s*(?:<[^>]*>)?\s*=|\bstruct\s+([a-z_]\w*)\s*\{",
+    )
+});
+
+/// An exception or error class: `ValueError`, `com.acme.OutOfStockException`, `ParseIntError`.
+static EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"\b((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Fault|Interrupt|Exit))\b")
+});
+
+/// `new Item(`: a constructor names its class.
+static CONSTRUCTED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\bnew\s+([A-Z][\w$]*(?:\.[A-Z][\w$]*)*)\s*[(<]"));
+
+/// Stack frames and test ids that name a function: Python's `, in name`, Rust's numbered
+/// backtrace frames, `test a::b ... FAILED`, `---- a::b stdout ----`, unittest's
+/// `FAIL: test_x (module.Class.test_x)`, gcc's `in function ‘main’`.
+static FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m), line \d+, in ([A-Za-z_]\w*)|^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\s(]*::[^\s(]+?)(?:::\{\{closure\}\})*\s*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
+    )
+});
+
+/// A generic type (`Map<String, Item>`) and a declaration's type (`Path file)`,
+/// `OrderRepository repo =`).
+static DECLARED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"\b((?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)(?:<|\[\]|\s+[a-z_]\w*\s*[=;,)])")
+});
+
+static CODE_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?:\b[a-z_]\w*\??:\s*|->\s*|=>\s*|<\s*|<[^<>\n]{0,60},\s*|\[[^\[\]\n]{0,60},\s*|&\s*(?:mut\s+|'\w+\s+)?|\*\s*(?:mut\s+|const\s+)?|\b(?:new|dyn|instanceof|except|raise|throw new|catch\s*\()\s+|\[\s*|\(\s*)((?:[a-z_]\w*(?:\.|::))*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b",
+    )
+});
+
+/// C's `typedef` names (`packet_t`, `ring_buffer_t`) and Rust's `c_int`, where code declares
+/// something of them.
+static C_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?:^|[\s(,:*&])((?:[a-z_][a-z0-9_]*_t)|c_(?:int|uint|void|char|long|ulong|short|double|float))\b\s*[*&\s),]",
+    )
+});
+
+/// Names of types in a compiler's quoted code: `` expected `Config`, found `&str` ``.
+static QUOTED_CODE: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,160})`"));
+static CAMEL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]{2,}[0-9]*)\b"));
+
+/// Words that name the language's own basic types, never the project's.
+pub(super) const BASIC_TYPES: &[&str] = &[
+    "Self",
+    "String",
+    "Vec",
+    "Option",
+    "Result",
+    "Box",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "Object",
+    "Integer",
+    "Long",
+    "Boolean",
+    "Double",
+    "Float",
+    "Exception",
+    "Error",
+    "Warning",
+    "Fault",
+    "Exit",
+    "Interrupt",
+    "True",
+    "False",
+    "Null",
+    "The",
+    "Traceback",
+    "string",
+    "number",
+    "boolean",
+    "bigint",
+    "symbol",
+    "any",
+    "void",
+    "never",
+    "unknown",
+    "object",
+    "undefined",
+    "null",
+    "int",
+    "float",
+    "double",
+    "long",
+    "short",
+    "str",
+    "bool",
+    "char",
+    "bytes",
+    "byte",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "f32",
+    "f64",
+    "unsigned",
+    "signed",
+    "size_t",
+    "ssize_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uintptr_t",
+    "intptr_t",
+    "off_t",
+    "pid_t",
+    "time_t",
+    "mode_t",
+];
+
+fn basic(name: &str) -> bool {
+    BASIC_TYPES.contains(&name)
+}
+
+impl Finder<'_> {
+    fn add_type(&mut self, s: usize, e: usize) {
+        if !basic(&self.text[s..e]) {
+            self.add(Kind::Type, s, e);
+        }
+    }
+
+    pub(super) fn frames(&mut self) {
+        let text = self.text;
+        for c in FRAME.captures_iter(text) {
+            for i in 1..=7 {
+                if let Some(m) = c.get(i)
+                    && m.as_str() != "module"
+                {
+                    self.add(Kind::Function, m.start(), m.end());
+                }
+            }
+        }
+    }
+
+    pub(super) fn code(&mut self) {
+        let text = self.text;
+        for c in PLACED_TYPE.captures_iter(text) {
+            if let Some(m) = (1..=7).find_map(|i| c.get(i)) {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in TYPE_LIST.captures_iter(text) {
+            let Some(list) = (1..=5).find_map(|i| c.get(i)) else {
+                continue;
+            };
+            for m in LISTED_TYPE.find_iter(list.as_str()) {
+                self.add_type(list.start() + m.start(), list.start() + m.end());
+            }
+        }
+        for c in IMPORTED.captures_iter(text) {
+            if let Some(whole) = c.get(2).or_else(|| c.get(3)) {
+                self.add_type(whole.start(), whole.end());
+                continue;
+            }
+            let Some(list) = c.get(1).or_else(|| c.get(4)) else {
+                continue;
+            };
+            for m in IMPORTED_NAME.find_iter(list.as_str()) {
+                let (s, e) = (list.start() + m.start(), list.start() + m.end());
+                if m.as_str().starts_with(|c: char| c.is_ascii_uppercase()) {
+                    self.add_type(s, e);
+                } else if !m.as_str().contains('.') {
+                    self.add(Kind::Function, s, e);
+                }
+            }
+        }
+        self.named();
+    }
+
+    /// Names a message says what they are of: quoted after the word, or in a sentence.
+    fn named(&mut self) {
+        let text = self.text;
+        for c in NAMED.captures_iter(text) {
+            let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
+                continue;
+            };
+            // The name without its generics, arguments or a leading `&`/`mut`.
+            let raw = name.as_str();
+            let lead = raw.len() - raw.trim_start_matches(['&', '*', ' ']).len();
+            let body = &raw[lead..];
+            let len = body
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '$')))
+                .unwrap_or(body.len());
+            let (s, e) = (name.start() + lead, name.start() + lead + len);
+            if s == e {
+                continue;
+            }
+            let kind = match word.as_str() {
+                "function" | "fn" | "method" | "associated function" | "func" => Kind::Function,
+                "table" => Kind::Table,
+                "column" => Kind::Column,
+                _ => Kind::Type,
+            };
+            if kind == Kind::Type {
+                self.add_type(s, e);
+            } else {
+                self.add(kind, s, e);
+            }
+        }
+        for c in PROSE_NAMED.captures_iter(text) {
+            let (Some(name), Some(word)) = (c.get(1), c.get(2)) else {
+                continue;
+            };
+            let plain = name.as_str();
+            if plain.chars().all(|c| !c.is_lowercase()) {
+                continue;
+            }
+            let quoted = text[..name.start()].ends_with('`');
+            let typeish = matches!(
+                word.as_str(),
+                "class" | "struct" | "type" | "enum" | "trait" | "interface"
+            ) && plain.starts_with(|c: char| c.is_ascii_uppercase());
+            let codeish = quoted
+                || typeish
+                || plain.contains(['_', '.', ':'])
+                || plain.chars().skip(1).any(char::is_uppercase);
+            if !codeish {
+                continue;
+            }
+            match word.as_str() {
+                "method" | "function" | "helper" | "callback" | "handler" => {
+                    self.add(Kind::Function, name.start(), name.end());
+                }
+                "table" | "view" => self.add(Kind::Table, name.start(), name.end()),
+                "column" => self.add(Kind::Column, name.start(), name.end()),
+                _ => self.add_type(name.start(), name.end()),
+            }
+        }
+        for c in JAVA_SYMBOL.captures_iter(text) {
+            let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
+                continue;
+            };
+            match word.as_str() {
+                "method" => self.add(Kind::Function, name.start(), name.end()),
+                "variable" => {}
+                _ => self.add_type(name.start(), name.end()),
+            }
+        }
+        for c in DEFINITION.captures_iter(text) {
+            if let Some(m) = (1..=3).find_map(|i| c.get(i)) {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in CONSTRUCTED.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for m in EXCEPTION.find_iter(text) {
+            self.add_type(m.start(), m.end());
+        }
+        // Capitalised names inside a compiler's quoted code are types.
+        for c in QUOTED_CODE.captures_iter(text) {
+            let Some(code) = c.get(1) else { continue };
+            if code.as_str().contains(char::is_whitespace) && !code.as_str().contains(['<', '&']) {
+                continue;
+            }
+            for m in CAMEL.find_iter(code.as_str()) {
+                let (s, e) = (code.start() + m.start(), code.start() + m.end());
+                let before = text[..s].chars().next_back();
+                let after = text[e..].chars().next();
+                // `Foo::bar` and `Foo.bar(` are functions, found by their own patterns.
+                if matches!(before, Some(':' | '.')) || matches!(after, Some(':' | '.' | '(' | '!'))
+                {
+                    continue;
+                }
+                self.add_type(s, e);
+            }
+        }
+    }
+
+    /// Capitalised names where code puts a type: after a parameter's `name:` or `->`, inside
+    /// `<…>`, after `&`, `&mut`, `*`, `new`, `dyn`, `instanceof`, `except`, `raise`, `catch (`,
+    /// or as the first of a list of them. Runs last: every other reading of a name comes first.
+    pub(super) fn code_types(&mut self) {
+        let text = self.text;
+        for c in CODE_TYPE.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !text[..m.start()].ends_with([':', '.'])
+                && text[m.end()..]
+                    .trim_start_matches([' ', '\t'])
+                    .chars()
+                    .next()
+                    .is_none_or(|c| ",>)]=;{<([?|\n".contains(c))
+            {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in DECLARED_TYPE.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !text[..m.start()].ends_with([':', '.'])
+            {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in C_TYPE.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !BASIC_TYPES.contains(&m.as_str())
+            {
+                self.add(Kind::Type, m.start(), m.end());
+            }
+        }
+    }
+}
