@@ -413,13 +413,7 @@ fn a_command_s_changes_in_another_writable_root_are_named_by_their_path() {
     }
     let outside = p.home.join("shared");
     std::fs::create_dir_all(&outside).unwrap();
-    let dir = p.home.join(".config/warden");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("settings.toml"),
-        "[sandbox.filesystem]\nallow_write = [\"~/shared\"]\n",
-    )
-    .unwrap();
+    p.user_settings("[sandbox.filesystem]\nallow_write = [\"~/shared\"]\n");
     let target = outside.join("made.txt");
     let server = model_calling(&[Call::new(
         "b1",

@@ -166,13 +166,7 @@ fn another_writable_root_keeps_them_too_and_git_still_commits() {
     }
     let shared = p.home.join("shared");
     std::fs::create_dir_all(&shared).unwrap();
-    let dir = p.home.join(".config/warden");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("settings.toml"),
-        "[sandbox.filesystem]\nallow_write = [\"~/shared\"]\n",
-    )
-    .unwrap();
+    p.user_settings("[sandbox.filesystem]\nallow_write = [\"~/shared\"]\n");
     let script = format!(
         "echo ok > {0}/notes; echo PWNED-31337 > {0}/.zshrc; mkdir -p {0}/.git && echo x > {0}/.git/config",
         shared.display()

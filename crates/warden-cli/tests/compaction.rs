@@ -69,7 +69,10 @@ fn a_handoff_keeps_every_kind_of_identifier_the_notes_held_and_a_resume_starts_f
     let (_, state) = store.agent_state(&id.parse().unwrap()).unwrap().unwrap();
     let symbols = &state["workingSet"]["relevantSymbols"];
     assert!(
-        symbols.as_array().unwrap().contains(&json!("refreshSession")),
+        symbols
+            .as_array()
+            .unwrap()
+            .contains(&json!("refreshSession")),
         "{symbols}"
     );
     // The model's summary alone loses every one of them.
@@ -139,9 +142,7 @@ fn compactions_with(settings: &str, lines: usize) -> (Vec<Value>, FakeProvider) 
             &format!("pub fn part_{i}() {{}} // see #{}\n", 100 + i).repeat(lines),
         );
     }
-    let dir = p.home.join(".config/warden");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("settings.toml"), settings).unwrap();
+    p.user_settings(settings);
     let mut script: Vec<Reply> = (0..5)
         .map(|i| read(&format!("r{i}"), &format!("src/part{i}.rs")))
         .collect();

@@ -75,16 +75,17 @@ impl Project {
     /// user's settings: for tests of what a project's own settings do once trusted (the trust
     /// itself is tested in `trust.rs`).
     pub(crate) fn trust(&self) {
+        self.user_settings(&format!(
+            "trusted_projects = [{:?}]\n",
+            self.root().display().to_string()
+        ));
+    }
+
+    /// Writes the user's settings file (`~/.config/warden/settings.toml`).
+    pub(crate) fn user_settings(&self, toml: &str) {
         let dir = self.home.join(".config/warden");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("settings.toml"),
-            format!(
-                "trusted_projects = [{:?}]\n",
-                self.root().display().to_string()
-            ),
-        )
-        .unwrap();
+        std::fs::write(dir.join("settings.toml"), toml).unwrap();
     }
 
     /// The rules warden remembered for this project, as its file holds them.

@@ -69,6 +69,29 @@ fn shares_must_sum_to_one_hundred_give_or_take_one() {
 }
 
 #[test]
+fn the_tool_results_that_call_for_compaction_are_a_share_of_the_window_and_a_count() {
+    let defaults = resolve_texts(&[]).unwrap().context;
+    assert_eq!(
+        (defaults.tool_results_share, defaults.tool_results_count),
+        (50, 150)
+    );
+    let user = (
+        Some("user.toml"),
+        "[context]\ntool_results_share = 30\ntool_results_count = 40\n",
+    );
+    let set = resolve_texts(&[user]).unwrap().context;
+    assert_eq!((set.tool_results_share, set.tool_results_count), (30, 40));
+    assert_eq!(
+        error(&[(Some("user.toml"), "[context]\ntool_results_share = 101\n")]),
+        "user.toml: context.tool_results_share: 101 is a percentage of the window: at most 100"
+    );
+    assert_eq!(
+        error(&[(Some("user.toml"), "[context]\ntool_results_count = 0\n")]),
+        "user.toml: context.tool_results_count: must be greater than 0"
+    );
+}
+
+#[test]
 fn zero_limits_are_refused_naming_key_and_the_file_that_set_it() {
     let layers = [
         (Some("local.toml"), "[sandbox.limits]\npids = 0\n"),

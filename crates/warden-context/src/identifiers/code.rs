@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Finder, Kind, re};
+use super::{Finder, Kind, has, re};
 
 /// A quoted name after the word that says what it is: `` function `load` ``, `struct ‘point’`,
 /// `class 'Item'`, `symbol:   method total(int)`.
@@ -31,7 +31,7 @@ static PROSE_NAMED: LazyLock<Regex> = LazyLock::new(|| {
 /// `impl Trait for Type`, a constant of a class (`RoundingMode.HALF_UP`), C's `_t` types.
 static PLACED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b"#,
+        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b|@([A-Z]\w*)\b|\bon ([A-Z]\w*) instance\b|\b(?:struct|union|enum)[ \t]+([a-z_]\w*)[ \t]*(?:\{|\*|[A-Za-z_]\w*[ \t]*[;=,)\[])"#,
     )
 });
 
@@ -70,7 +70,7 @@ static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
 
 /// An exception or error class: `ValueError`, `com.acme.OutOfStockException`, `ParseIntError`.
 static EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\b((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Fault|Interrupt|Exit))\b")
+    re(r"\b((?:[a-z_]\w*\.)*[A-Z][\w$]*(?:Error|Exception|Warning|Fault|Interrupt|Exit))\b")
 });
 
 /// `new Item(`: a constructor names its class.
@@ -82,7 +82,7 @@ static CONSTRUCTED: LazyLock<Regex> =
 /// `FAIL: test_x (module.Class.test_x)`, gcc's `in function ‘main’`.
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m), line \d+, in ([A-Za-z_]\w*)|^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\s(]*::[^\s(]+?)(?:::\{\{closure\}\})*\s*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
+        r"(?m), line \d+, in ([A-Za-z_]\w*)|^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\n]*?::[^\n]*?)[ \t]*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
     )
 });
 
@@ -102,14 +102,106 @@ static CODE_TYPE: LazyLock<Regex> = LazyLock::new(|| {
 /// something of them.
 static C_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:^|[\s(,:*&])((?:[a-z_][a-z0-9_]*_t)|c_(?:int|uint|void|char|long|ulong|short|double|float))\b\s*[*&\s),]",
+        r"(?:^|[\s(,:*&])((?:[a-z_][a-z0-9_]*_t)|c_(?:int|uint|void|char|long|ulong|short|double|float))\b\s*[*&\s),.;]",
     )
 });
 
+/// A C function's definition or declaration: `int main(int argc, char **argv)`, as a file or
+/// a compiler's excerpt shows it.
+static C_FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^[ \t]*(?:\d+[ \t]*\|[ \t]*|\d+\t[ \t]*)?(?:(?:static|inline|extern|const|unsigned|signed|struct|enum)[ \t]+)*(?:void|int|char|long|short|float|double|bool|size_t|ssize_t|[a-z_]\w*_t|[a-z_]\w*)[ \t]*\**[ \t]+\**([A-Za-z_]\w*)[ \t]*\([^;{}\n]*\)[ \t]*[{;]?[ \t]*$",
+    )
+});
+
+/// A class a statement names as one: `except sqlite3.Error as e`, `raise QuoteRejected`,
+/// `new Store`, `catch (IOException e)`, `x instanceof Item`.
+static STRONG_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(?:except|raise|new|instanceof|catch\s*\()\s*\(?\s*((?:[a-z_]\w*\.)*[A-Z][\w$]*(?:\.[A-Z][\w$]*)*)",
+    )
+});
+
+/// C's own types: a pointer parameter's (`ring_buf *rb`), a function pointer's name
+/// (`typedef void (*uv_cb)(…)`), what a function returns when the line defines it
+/// (`rb_status rb_push(`).
+static C_NAMED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)[(,][ \t]*(?:const[ \t]+|struct[ \t]+)?([a-z_]\w*)[ \t]*\*+[ \t]*[a-z_]\w*[ \t]*[,)]|\btypedef[ \t]+[\w[ \t]*]+\([ \t]*\*[ \t]*([A-Za-z_]\w*)[ \t]*\)|^[ \t]*(?:\d+[ \t]*\|[ \t]*|\d+\t[ \t]*)?(?:static[ \t]+|inline[ \t]+)*([a-z_]\w*)[ \t]+\**[a-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*\{?[ \t]*$",
+    )
+});
+
+/// A capitalised name called: a class constructed (`Observation(parts[0])`, `QuoteRejected(…)`).
+static CONSTRUCTOR_CALL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:^|[^\w.$#:])([A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\("));
+
 /// Names of types in a compiler's quoted code: `` expected `Config`, found `&str` ``.
 static QUOTED_CODE: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,160})`"));
+/// A path to a method in quoted code: `` `HashMap::<K, V, S, A>::insert` ``.
+static QUOTED_PATH_CALL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Za-z_][\w:<>, ]*[A-Z][\w<>, ]*::[a-z_]\w*$"));
 static CAMEL: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]{2,}[0-9]*)\b"));
+
+/// C's keywords and the words a pattern of C's types can meet in their place.
+const C_WORDS: &[&str] = &[
+    "return",
+    "static",
+    "inline",
+    "extern",
+    "const",
+    "unsigned",
+    "signed",
+    "struct",
+    "enum",
+    "union",
+    "void",
+    "if",
+    "else",
+    "while",
+    "for",
+    "switch",
+    "sizeof",
+    "typedef",
+    "def",
+    "fn",
+    "pub",
+    "async",
+    "await",
+    "let",
+    "var",
+    "new",
+    "function",
+    "public",
+    "private",
+    "protected",
+    "at",
+    "because",
+    "error",
+    "warning",
+    "note",
+    "in",
+    "from",
+    "it",
+    "get",
+    "set",
+    "was",
+    "is",
+    "to",
+    "of",
+    "and",
+    "or",
+    "the",
+    "a",
+    "an",
+    "by",
+    "with",
+    "on",
+    "as",
+    "help",
+    "see",
+    "then",
+];
 
 /// Words that name the language's own basic types, never the project's.
 pub(super) const BASIC_TYPES: &[&str] = &[
@@ -223,32 +315,46 @@ impl Finder<'_> {
     pub(super) fn code(&mut self) {
         let text = self.text;
         for c in PLACED_TYPE.captures_iter(text) {
-            if let Some(m) = (1..=7).find_map(|i| c.get(i)) {
+            if let Some(m) = (1..=10).find_map(|i| c.get(i)) {
                 self.add_type(m.start(), m.end());
             }
         }
-        for c in TYPE_LIST.captures_iter(text) {
-            let Some(list) = (1..=5).find_map(|i| c.get(i)) else {
-                continue;
-            };
-            for m in LISTED_TYPE.find_iter(list.as_str()) {
-                self.add_type(list.start() + m.start(), list.start() + m.end());
+        if has(
+            text,
+            &[
+                "incompatible types",
+                "method ",
+                "derive",
+                "implements",
+                "extends",
+                "throws",
+            ],
+        ) {
+            for c in TYPE_LIST.captures_iter(text) {
+                let Some(list) = (1..=5).find_map(|i| c.get(i)) else {
+                    continue;
+                };
+                for m in LISTED_TYPE.find_iter(list.as_str()) {
+                    self.add_type(list.start() + m.start(), list.start() + m.end());
+                }
             }
         }
-        for c in IMPORTED.captures_iter(text) {
-            if let Some(whole) = c.get(2).or_else(|| c.get(3)) {
-                self.add_type(whole.start(), whole.end());
-                continue;
-            }
-            let Some(list) = c.get(1).or_else(|| c.get(4)) else {
-                continue;
-            };
-            for m in IMPORTED_NAME.find_iter(list.as_str()) {
-                let (s, e) = (list.start() + m.start(), list.start() + m.end());
-                if m.as_str().starts_with(|c: char| c.is_ascii_uppercase()) {
-                    self.add_type(s, e);
-                } else if !m.as_str().contains('.') {
-                    self.add(Kind::Function, s, e);
+        if has(text, &["import", "use "]) {
+            for c in IMPORTED.captures_iter(text) {
+                if let Some(whole) = c.get(2).or_else(|| c.get(3)) {
+                    self.add_type(whole.start(), whole.end());
+                    continue;
+                }
+                let Some(list) = c.get(1).or_else(|| c.get(4)) else {
+                    continue;
+                };
+                for m in IMPORTED_NAME.find_iter(list.as_str()) {
+                    let (s, e) = (list.start() + m.start(), list.start() + m.end());
+                    if m.as_str().starts_with(|c: char| c.is_ascii_uppercase()) {
+                        self.add_type(s, e);
+                    } else if !m.as_str().contains('.') {
+                        self.add(Kind::Function, s, e);
+                    }
                 }
             }
         }
@@ -258,70 +364,101 @@ impl Finder<'_> {
     /// Names a message says what they are of: quoted after the word, or in a sentence.
     fn named(&mut self) {
         let text = self.text;
-        for c in NAMED.captures_iter(text) {
-            let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
-                continue;
-            };
-            // The name without its generics, arguments or a leading `&`/`mut`.
-            let raw = name.as_str();
-            let lead = raw.len() - raw.trim_start_matches(['&', '*', ' ']).len();
-            let body = &raw[lead..];
-            let len = body
-                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '$')))
-                .unwrap_or(body.len());
-            let (s, e) = (name.start() + lead, name.start() + lead + len);
-            if s == e {
-                continue;
-            }
-            let kind = match word.as_str() {
-                "function" | "fn" | "method" | "associated function" | "func" => Kind::Function,
-                "table" => Kind::Table,
-                "column" => Kind::Column,
-                _ => Kind::Type,
-            };
-            if kind == Kind::Type {
-                self.add_type(s, e);
-            } else {
-                self.add(kind, s, e);
-            }
-        }
-        for c in PROSE_NAMED.captures_iter(text) {
-            let (Some(name), Some(word)) = (c.get(1), c.get(2)) else {
-                continue;
-            };
-            let plain = name.as_str();
-            if plain.chars().all(|c| !c.is_lowercase()) {
-                continue;
-            }
-            let quoted = text[..name.start()].ends_with('`');
-            let typeish = matches!(
-                word.as_str(),
-                "class" | "struct" | "type" | "enum" | "trait" | "interface"
-            ) && plain.starts_with(|c: char| c.is_ascii_uppercase());
-            let codeish = quoted
-                || typeish
-                || plain.contains(['_', '.', ':'])
-                || plain.chars().skip(1).any(char::is_uppercase);
-            if !codeish {
-                continue;
-            }
-            match word.as_str() {
-                "method" | "function" | "helper" | "callback" | "handler" => {
-                    self.add(Kind::Function, name.start(), name.end());
+        if has(text, &["`", "‘", "'", "\""]) {
+            for c in NAMED.captures_iter(text) {
+                let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
+                    continue;
+                };
+                // The name without its generics, arguments or a leading `&`/`mut`.
+                let raw = name.as_str();
+                let lead = raw.len() - raw.trim_start_matches(['&', '*', ' ']).len();
+                let body = &raw[lead..];
+                let len = body
+                    .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '$')))
+                    .unwrap_or(body.len());
+                let (s, e) = (name.start() + lead, name.start() + lead + len);
+                if s == e {
+                    continue;
                 }
-                "table" | "view" => self.add(Kind::Table, name.start(), name.end()),
-                "column" => self.add(Kind::Column, name.start(), name.end()),
-                _ => self.add_type(name.start(), name.end()),
+                let kind = match word.as_str() {
+                    "function" | "fn" | "method" | "associated function" | "func" => Kind::Function,
+                    "table" => Kind::Table,
+                    "column" => Kind::Column,
+                    _ => Kind::Type,
+                };
+                if kind == Kind::Type {
+                    self.add_type(s, e);
+                } else {
+                    self.add(kind, s, e);
+                }
             }
         }
-        for c in JAVA_SYMBOL.captures_iter(text) {
-            let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
-                continue;
-            };
-            match word.as_str() {
-                "method" => self.add(Kind::Function, name.start(), name.end()),
-                "variable" => {}
-                _ => self.add_type(name.start(), name.end()),
+        if has(
+            text,
+            &[
+                " method",
+                " function",
+                " helper",
+                " callback",
+                " handler",
+                " class",
+                " struct",
+                " type",
+                " enum",
+                " trait",
+                " interface",
+                " table",
+                " column",
+                " view",
+            ],
+        ) {
+            for c in PROSE_NAMED.captures_iter(text) {
+                let (Some(name), Some(word)) = (c.get(1), c.get(2)) else {
+                    continue;
+                };
+                let plain = name.as_str();
+                if plain.chars().all(|c| !c.is_lowercase()) {
+                    continue;
+                }
+                let quoted = text[..name.start()].ends_with('`');
+                let typeish = matches!(
+                    word.as_str(),
+                    "class" | "struct" | "type" | "enum" | "trait" | "interface"
+                ) && plain.starts_with(|c: char| c.is_ascii_uppercase());
+                let codeish = quoted
+                    || typeish
+                    || plain.contains(['_', '.', ':'])
+                    || plain.chars().skip(1).any(char::is_uppercase);
+                if !codeish {
+                    continue;
+                }
+                match word.as_str() {
+                    "method" | "function" | "helper" | "callback" | "handler" => {
+                        self.add(Kind::Function, name.start(), name.end());
+                    }
+                    "table" | "view" => self.add(Kind::Table, name.start(), name.end()),
+                    "column" => self.add(Kind::Column, name.start(), name.end()),
+                    _ => self.add_type(name.start(), name.end()),
+                }
+            }
+        }
+        self.declared();
+    }
+
+    /// Types and functions by what declares them: Java's symbol lines, definitions,
+    /// constructors, exception classes, a compiler's quoted code.
+    fn declared(&mut self) {
+        let text = self.text;
+        if has(text, &["symbol:", "location:"]) {
+            for c in JAVA_SYMBOL.captures_iter(text) {
+                let (Some(word), Some(name)) = (c.get(1), c.get(2)) else {
+                    continue;
+                };
+                match word.as_str() {
+                    "method" => self.add(Kind::Function, name.start(), name.end()),
+                    "variable" => {}
+                    _ => self.add_type(name.start(), name.end()),
+                }
             }
         }
         for c in DEFINITION.captures_iter(text) {
@@ -329,30 +466,54 @@ impl Finder<'_> {
                 self.add_type(m.start(), m.end());
             }
         }
-        for c in CONSTRUCTED.captures_iter(text) {
-            if let Some(m) = c.get(1) {
+        if has(text, &["new "]) {
+            for c in CONSTRUCTED.captures_iter(text) {
+                if let Some(m) = c.get(1) {
+                    self.add_type(m.start(), m.end());
+                }
+            }
+        }
+        if has(
+            text,
+            &[
+                "Error",
+                "Exception",
+                "Warning",
+                "Fault",
+                "Interrupt",
+                "Exit",
+            ],
+        ) {
+            for m in EXCEPTION.find_iter(text) {
                 self.add_type(m.start(), m.end());
             }
         }
-        for m in EXCEPTION.find_iter(text) {
-            self.add_type(m.start(), m.end());
-        }
         // Capitalised names inside a compiler's quoted code are types.
-        for c in QUOTED_CODE.captures_iter(text) {
-            let Some(code) = c.get(1) else { continue };
-            if code.as_str().contains(char::is_whitespace) && !code.as_str().contains(['<', '&']) {
-                continue;
-            }
-            for m in CAMEL.find_iter(code.as_str()) {
-                let (s, e) = (code.start() + m.start(), code.start() + m.end());
-                let before = text[..s].chars().next_back();
-                let after = text[e..].chars().next();
-                // `Foo::bar` and `Foo.bar(` are functions, found by their own patterns.
-                if matches!(before, Some(':' | '.')) || matches!(after, Some(':' | '.' | '(' | '!'))
+        if has(text, &["`"]) {
+            for c in QUOTED_CODE.captures_iter(text) {
+                let Some(code) = c.get(1) else { continue };
+                let owner = code.as_str().split("::").next().unwrap_or("");
+                if QUOTED_PATH_CALL.is_match(code.as_str()) && !basic(owner) {
+                    self.add(Kind::Function, code.start(), code.end());
+                    continue;
+                }
+                if code.as_str().contains(char::is_whitespace)
+                    && !code.as_str().contains(['<', '&'])
                 {
                     continue;
                 }
-                self.add_type(s, e);
+                for m in CAMEL.find_iter(code.as_str()) {
+                    let (s, e) = (code.start() + m.start(), code.start() + m.end());
+                    let before = text[..s].chars().next_back();
+                    let after = text[e..].chars().next();
+                    // `Foo::bar` and `Foo.bar(` are functions, found by their own patterns.
+                    if matches!(before, Some(':' | '.'))
+                        || matches!(after, Some(':' | '.' | '(' | '!'))
+                    {
+                        continue;
+                    }
+                    self.add_type(s, e);
+                }
             }
         }
     }
@@ -369,7 +530,7 @@ impl Finder<'_> {
                     .trim_start_matches([' ', '\t'])
                     .chars()
                     .next()
-                    .is_none_or(|c| ",>)]=;{<([?|\n".contains(c))
+                    .is_some_and(|c| ",>)]=;{<([?|".contains(c))
             {
                 self.add_type(m.start(), m.end());
             }
@@ -379,6 +540,35 @@ impl Finder<'_> {
                 && !text[..m.start()].ends_with([':', '.'])
             {
                 self.add_type(m.start(), m.end());
+            }
+        }
+        for c in STRONG_TYPE.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in C_NAMED_TYPE.captures_iter(text) {
+            if let Some(m) = (1..=3).find_map(|i| c.get(i))
+                && !C_WORDS.contains(&m.as_str())
+            {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        for c in CONSTRUCTOR_CALL.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                self.add_type(m.start(), m.end());
+            }
+        }
+        if has(text, &["("]) {
+            for c in C_FUNCTION.captures_iter(text) {
+                if let Some(m) = c.get(1)
+                    && !matches!(
+                        m.as_str(),
+                        "if" | "while" | "for" | "switch" | "return" | "sizeof"
+                    )
+                {
+                    self.add(Kind::Function, m.start(), m.end());
+                }
             }
         }
         for c in C_TYPE.captures_iter(text) {

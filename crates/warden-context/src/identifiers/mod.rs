@@ -69,12 +69,57 @@ pub struct Identifier {
     pub text: String,
 }
 
+/// Compiles one of the patterns here with ASCII words: `\w`, `\d` and `\b` as in code, which
+/// names its things in ASCII. A Unicode `\b` would make every text holding a `‘` or a `…` (gcc's
+/// quotes, a cut line) take the slow path through the whole pattern.
 pub(crate) fn re(pattern: &str) -> Regex {
-    Regex::new(pattern).unwrap_or_else(|e| unreachable!("identifier pattern {pattern}: {e}"))
+    let ascii = ascii_words(pattern);
+    Regex::new(&ascii).unwrap_or_else(|e| unreachable!("identifier pattern {pattern}: {e}"))
+}
+
+/// `pattern` with `\w`, `\d` and `\b` spelled out in ASCII, inside classes and out.
+fn ascii_words(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 32);
+    let (mut in_class, mut chars) = (false, pattern.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('w') if in_class => out.push_str("0-9A-Za-z_"),
+                Some('w') => out.push_str("[0-9A-Za-z_]"),
+                Some('d') if in_class => out.push_str("0-9"),
+                Some('d') => out.push_str("[0-9]"),
+                Some('b') if !in_class => out.push_str("(?-u:\\b)"),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+                // A `]` or `^]` right after the opening is a member, not the end.
+                let rest = chars.as_str();
+                for lead in ["^]", "]", "^"] {
+                    if let Some(after) = rest.strip_prefix(lead) {
+                        out.push_str(lead);
+                        chars = after.chars();
+                        break;
+                    }
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// One piece of a path: a name, or a route's parameter (`<int:id>`, `{id}`, `:id`).
-const SEGMENT: &str = r"(?:[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
+const SEGMENT: &str = r"(?:[\w.@+-]*\*[\w.@+*-]*[\w.]|[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
 
 /// File extensions that make a bare name a path.
 const EXTENSIONS: &str = "a|o|rs|toml|lock|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ndjson|py|pyi|go|mod|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|sh|bash|zsh|sql|md|txt|yaml|yml|html|css|scss|xml|ini|cfg|conf|env|log|proto|graphql|vue|svelte|lua|ex|exs|erl|hs|ml|scala|gradle|dockerfile|csv|ipynb|db|sqlite|gguf|wasm|so|dylib|dll|exe|patch|diff";
@@ -98,14 +143,44 @@ const NOT_PATHS: &[&str] = &[
     "n/a",
     "N/A",
     "km/h",
+    "his/her",
+    "him/her",
+    "s/he",
+    "get/set",
+    "on/off",
+    "open/close",
+    "start/stop",
+    "success/failure",
+    "pass/fail",
+    "before/after",
+    "min/max",
+    "add/remove",
+    "show/hide",
+    "request/response",
+    "upload/download",
+    "import/export",
+    "push/pull",
+    "sync/async",
+    "key/value",
+    "src/dst",
 ];
+
+/// Whether the path-like `piece` at `at` is a git branch: decorating a commit
+/// (`3fc8920 (fix/rounding) …`, `HEAD -> feature/x`), merged (`Merge branch 'fix/x'`), remote
+/// (`origin/main`).
+fn a_branch(text: &str, at: usize, piece: &str) -> bool {
+    static DECORATED: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?:[0-9a-f]{7,40} \([^)\n]*|-> |branch '|tag: )$"));
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    DECORATED.is_match(&text[line_start..at]) || piece.starts_with("origin/")
+}
 
 /// A media type (`application/json`), a product and its version (`HTTP/1.1`, `Python/3.11.7`),
 /// a date (`04/Dec/2026`): slashes that do not make a path.
 fn not_a_path(piece: &str) -> bool {
     static NOT: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"^(?:(?:application|text|image|audio|video|multipart|font)/[\w.+-]+|(?:java|jdk|javafx)\.\w+/.*|[A-Z]\w*\.js|[A-Za-z][\w.]*/\d[\d.]*|\d{1,2}/[A-Z][a-z]{2}/\d{4}(?::[\d:]+)?|\d{1,4}/\d{1,2}(?:/\d{1,4})?)$",
+            r"^(?:(?:application|text|image|audio|video|multipart|font)/[\w.+-]+|(?:java|jdk|javafx)\.\w+/.*|[A-Z]\w*\.js|[\d/.-]+|(?:[\w.]*\.)?docs\.rs|(?:self|this|cls|request|response|req|res|resp|ctx|app|config|settings)\.\w+|[A-Za-z][\w.]*/\d[\d.]*|\d{1,2}/[A-Z][a-z]{2}/\d{4}(?::[\d:]+)?|\d{1,4}/\d{1,2}(?:/\d{1,4})?)$",
         )
     });
     NOT.is_match(piece)
@@ -117,7 +192,7 @@ static HAS_EXTENSION: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\.(?:{EXT
 /// `load(env) {`.
 static METHOD_DEFINED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m)^\s*(?:\d+\t)?\s*(?:(?:public|private|protected|static|final|async|synchronized|override|abstract|virtual|get|set)\s+)*(?:[\w<>\[\],.?]+\s+)?([A-Za-z_$][\w$]*)\s*\([^;{}()\n]*\)\s*(?:throws [\w., ]+)?\{",
+        r"(?m)^[ \t]*(?:\d+\t)?[ \t]*(?:(?:public|private|protected|static|final|async|synchronized|override|abstract|virtual|get|set)[ \t]+)*(?:[\w<>\[\],.?]+[ \t]+)?([A-Za-z_$][\w$]*)[ \t]*\([^;{}()\n]*\)[ \t]*(?:throws [\w., ]+)?\{",
     )
 });
 
@@ -133,14 +208,12 @@ const BASIC_METHODS: &[&str] = &[
     "iter",
     "iter_mut",
     "into_iter",
-    "collect",
     "into",
     "to_string",
     "to_owned",
     "as_str",
     "as_ref",
     "as_mut",
-    "map",
     "map_err",
     "and_then",
     "unwrap_or",
@@ -177,7 +250,6 @@ const BASIC_METHODS: &[&str] = &[
     "toUpperCase",
     "toString",
     "forEach",
-    "filter",
     "then",
     "catch",
     "finally",
@@ -186,13 +258,28 @@ const BASIC_METHODS: &[&str] = &[
     "encode",
     "decode",
     "log",
-    "sum",
-    "count",
     "enumerate",
     "zip",
     "rev",
-    "any",
-    "all",
+];
+
+/// Methods of strings and arrays in Java and JavaScript, besides [`BASIC_METHODS`].
+const MORE_BASIC_METHODS: &[&str] = &[
+    "equals",
+    "split_once",
+    "length",
+    "isEmpty",
+    "charAt",
+    "substring",
+    "indexOf",
+    "includes",
+    "slice",
+    "hashCode",
+    "toFixed",
+    "padStart",
+    "padEnd",
+    "trimEnd",
+    "trimStart",
 ];
 
 /// Words before `(` that are prose, not calls.
@@ -205,7 +292,7 @@ const NOT_FUNCTIONS: &[&str] = &[
 static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\bhttps?://[^\s<>"'`\]}\\]+"#));
 static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:file://)?(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b|\bnode:[\w/.-]+:\d+(?::\d+)?\b"
+        r"(?:file://)?(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b|\bnode:[\w/.-]+:\d+(?::\d+)?\b|\b(?:[\w.-]+/)*(?:Makefile|GNUmakefile|Dockerfile|Containerfile|Jenkinsfile|Rakefile|Gemfile|Procfile|Vagrantfile|Justfile|Caddyfile|BUILD|WORKSPACE):\d+(?::\d+)?\b"
     ))
 });
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
@@ -240,7 +327,7 @@ static ISSUE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_CODE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b|\[(-W[\w=-]+)\]|(?:noqa|disable)[:=]\s*([A-Z]+\d+)"
+        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA|EAI)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b|\[(-W[\w=-]+)\]|(?:noqa|disable)[:=]\s*([A-Z]+\d+)"
     ))
 });
 
@@ -264,7 +351,7 @@ static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
 /// `lib.a(x.o):(symbol)`), `Type::method`.
 static FUNCTION_PLACED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\bat\s+(?:async\s+)?(?:new\s+)?([A-Za-z_$#][\w$#]*(?:\.[A-Za-z_$#<][\w$#<>]*)*)\s+(?:\[as ([\w$#]+)\]\s+)?\(|(?:undefined symbol:|undefined reference to)\s+[`‘']?([A-Za-z_]\w*)|\b([A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)|#\d+\s+0x[0-9a-f]+\s+in\s+([A-Za-z_][\w:~<>]*)|\bat\s+(?:[\w.]+/)?([\w$.]+)\([\w$.]*(?:\.java|\.kt|\.scala)?:?\d*\)|:in\s+`([^'\s]+)'",
+        r"\bat\s+(?:async\s+)?(?:new\s+)?(?:get\s+|set\s+)?([A-Za-z_$#][\w$#]*(?:\.[A-Za-z_$#<][\w$#<>]*)*)\s+(?:\[as ([\w$#]+)\]\s+)?\(|(?:undefined symbol:|undefined reference to)\s+[`‘']?([A-Za-z_]\w*)|\b((?:[a-z_]\w*::)*[A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)|#\d+\s+0x[0-9a-f]+\s+in\s+([A-Za-z_][\w:~<>]*)|\bat\s+(?:[\w.]+/)?([\w$.]+)\([\w$.]*(?:\.java|\.kt|\.scala)?:?\d*\)|:in\s+`([^'\s]+)'",
     )
 });
 static TABLE: LazyLock<Regex> = LazyLock::new(|| {
@@ -318,6 +405,11 @@ impl Finder<'_> {
         for m in PYTEST_ID.find_iter(text) {
             self.add(Kind::Function, m.start(), m.end());
         }
+    }
+
+    /// Ids on their own (one inside a path or a URL goes with it).
+    fn ids(&mut self) {
+        let text = self.text;
         for m in UUID.find_iter(text).chain(PREFIXED_ID.find_iter(text)) {
             self.add(Kind::TraceId, m.start(), m.end());
         }
@@ -330,11 +422,7 @@ impl Finder<'_> {
         }
         for m in PATH.find_iter(text) {
             let piece = m.as_str();
-            let plain_pair = !piece.starts_with(['/', '.', '~'])
-                && piece.matches('/').count() == 1
-                && !piece.contains('.')
-                && piece.split('/').all(|w| w.chars().all(char::is_alphabetic));
-            if NOT_PATHS.contains(&piece) || plain_pair && piece.len() <= 12 || piece == "/" {
+            if NOT_PATHS.contains(&piece) || piece == "/" || a_branch(text, m.start(), piece) {
                 continue;
             }
             // `owner/repo#12` is an issue; `java.base/java.lang.Long.parseLong(` a call.
@@ -413,8 +501,12 @@ impl Finder<'_> {
                 continue;
             };
             let plain = name.as_str();
-            // `.name(` on what a call returned is a chained call, read below.
-            if text[..name.start()].ends_with(['.', '#', '$']) {
+            // `.name(` on what a call returned is a chained call, read below; `Name(` makes
+            // a `Name` (a type, read last).
+            if text[..name.start()].ends_with(['.', '#', '$'])
+                || plain.starts_with(|c: char| c.is_ascii_uppercase())
+                    && !plain.contains(['.', ':'])
+            {
                 continue;
             }
             let last = plain.rsplit(['.', ':']).next().unwrap_or(plain);
@@ -425,17 +517,28 @@ impl Finder<'_> {
             if NOT_FUNCTIONS.contains(&plain) || sql::is_sql_word(plain) || !codeish {
                 continue;
             }
+            // A basic type's method on a variable (`line.split`, `name.equals`) is the
+            // language's, not the project's.
+            if let Some((receiver, method)) = plain.split_once('.')
+                && !method.contains('.')
+                && receiver.starts_with(|c: char| c.is_ascii_lowercase())
+                && (BASIC_METHODS.contains(&method) || MORE_BASIC_METHODS.contains(&method))
+            {
+                continue;
+            }
             self.add_call(name.start(), name.end());
         }
-        for c in METHOD_DEFINED.captures_iter(text) {
-            if let Some(m) = c.get(1)
-                && !NOT_FUNCTIONS.contains(&m.as_str())
-                && !matches!(
-                    m.as_str(),
-                    "function" | "else" | "do" | "try" | "synchronized"
-                )
-            {
-                self.add(Kind::Function, m.start(), m.end());
+        if has(text, &["{"]) {
+            for c in METHOD_DEFINED.captures_iter(text) {
+                if let Some(m) = c.get(1)
+                    && !NOT_FUNCTIONS.contains(&m.as_str())
+                    && !matches!(
+                        m.as_str(),
+                        "function" | "else" | "do" | "try" | "synchronized"
+                    )
+                {
+                    self.add(Kind::Function, m.start(), m.end());
+                }
             }
         }
         // A method called on what a call returned, or on a line of its own in a chain.
@@ -449,7 +552,7 @@ impl Finder<'_> {
         }
         for c in TABLE.captures_iter(text) {
             if let Some(name) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3))
-                && !matches!(name.as_str(), "IF" | "NOT" | "EXISTS" | "ONLY" | "SET")
+                && !sql::is_sql_word(name.as_str())
             {
                 self.add(Kind::Table, name.start(), name.end());
             }
@@ -467,6 +570,7 @@ pub fn extract(text: &str) -> Vec<Identifier> {
     };
     found.urls_and_ids();
     found.paths();
+    found.ids();
     found.codes();
     found.frames();
     found.placed();
@@ -481,6 +585,11 @@ pub fn extract(text: &str) -> Vec<Identifier> {
         .map(|(_, id)| id)
         .filter(|id| seen.insert(id.clone()))
         .collect()
+}
+
+/// Whether `text` holds any of `needles`: a pattern is only run over a text that can match it.
+pub(super) fn has(text: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| text.contains(n))
 }
 
 /// Whether `text` holds `name` whole: not as part of a longer name (`load` is not in
@@ -509,9 +618,24 @@ pub fn missing(source: &[Identifier], summary: &str) -> Vec<Identifier> {
 /// identifiers: a name a file defines is one wherever it is mentioned, even in prose no
 /// pattern reads as code. A capitalised name is taken for a type, any other for a function.
 pub fn known_in<'k>(text: &str, known: impl IntoIterator<Item = &'k str>) -> Vec<Identifier> {
+    // One pass over the text for plain names, however many the session knows.
+    let words: HashSet<&str> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| w.len() >= 3)
+        .collect();
     known
         .into_iter()
-        .filter(|name| name.len() >= 3 && holds(text, name))
+        .filter(|name| name.len() >= 3)
+        .filter(|name| {
+            if name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+            {
+                words.contains(name)
+            } else {
+                holds(text, name)
+            }
+        })
         .map(|name| Identifier {
             kind: if name.starts_with(|c: char| c.is_ascii_uppercase()) {
                 Kind::Type

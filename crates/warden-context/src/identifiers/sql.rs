@@ -7,6 +7,13 @@ use regex::Regex;
 
 use super::{Finder, Kind, re};
 
+/// Words without which no rule here can match.
+static SQLISH: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)select|insert|create|update|delete|join|alter|drop|table|column|relation|constraint|\?|\n--",
+    )
+});
+
 /// Where a statement starts.
 static STATEMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -175,6 +182,20 @@ const SQL_WORDS: &[&str] = &[
     "julianday",
     "total",
     "group_concat",
+    "of",
+    "before",
+    "after",
+    "instead",
+    "each",
+    "row",
+    "begin",
+    "temp",
+    "temporary",
+    "trigger",
+    "recursive",
+    "window",
+    "over",
+    "partition",
 ];
 
 /// Constraint clauses among a table's column definitions.
@@ -192,7 +213,9 @@ fn statement_end(text: &str, at: usize) -> usize {
     while !rest.is_char_boundary(end) {
         end -= 1;
     }
-    for stop in [";", "\n\n"] {
+    // A statement in a program's string ends with the string (`")`, `",`, `"""`; SQL's own
+    // strings are in single quotes).
+    for stop in [";", "\n\n", "\")", "\",", "\"\"\"", "'''"] {
         if let Some(i) = rest[..end].find(stop) {
             end = end.min(i);
         }
@@ -237,9 +260,12 @@ fn parenthesised(s: &str, open: usize) -> Option<&str> {
     None
 }
 
-static LEADING_NAME: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"^\s*(?:\d+\t\s*)?({NAME})")));
+static LEADING_NAME: LazyLock<Regex> =
+    LazyLock::new(|| re(&format!(r"^[\s+]*(?:\d+\t\s*)?({NAME})")));
 static TABLE_ALIASED: LazyLock<Regex> =
     LazyLock::new(|| re(&format!(r"(?i)\b(?:from|join|into|update)\s+{NAME}\s*$")));
+/// A trigger's row: `NEW.salary_pence`, `OLD.emp_no`.
+static PSEUDO_ROW: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:NEW|OLD|new|old)\.[A-Za-z_]\w*\b"));
 /// A query plan's columns: `USING INDEX idx (member_id=? AND returned_at>?)`.
 static PLAN_COLUMN: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:\(|\bAND\s+)([A-Za-z_]\w*)\s*(?:=|>|<|>=|<=)\?"));
@@ -251,6 +277,13 @@ static HEADER_RULED: LazyLock<Regex> = LazyLock::new(|| {
 static HEADER_PIPED: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?im)^[^\n]*\bselect\b[^\n]*;[ \t]*\n([A-Za-z_]\w*(?:\|[A-Za-z_]\w*)+)[ \t]*$")
 });
+static COLUMN_CHANGED: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?i)\b(?:add|drop|alter|modify|rename)\s+column\s+(?:if\s+(?:not\s+)?exists\s+)?({NAME})"
+    ))
+});
+static RENAMED: LazyLock<Regex> =
+    LazyLock::new(|| re(&format!(r"(?i)\brename\s+column\s+{NAME}\s+to\s+({NAME})")));
 static NAME_WORD: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_]\w*"));
 /// What a `SELECT` lists, up to its `FROM`.
 static SELECT_LIST: LazyLock<Regex> =
@@ -260,7 +293,7 @@ static TABLES_LISTED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?m)^(?:sqlite> )?\.tables\s*\n((?:[\w \t]+\n)+)"));
 static SIMPLE_NAME: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"^\s*(?:distinct\s+)?({NAME})\s*(?:(?i:as)\s+\w+|\w+)?\s*$"
+        r"^[\s+]*(?:distinct\s+)?({NAME})\s*(?:(?i:as)\s+\w+|\w+)?[\s+]*$"
     ))
 });
 static NAMES_IN_CALL: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\(\s*({NAME})\s*[),]")));
@@ -284,6 +317,9 @@ impl Finder<'_> {
 
     pub(super) fn sql(&mut self) {
         let text = self.text;
+        if !SQLISH.is_match(text) {
+            return;
+        }
         for c in TABLE_ERROR.captures_iter(text) {
             if let Some(m) = (1..=5).find_map(|i| c.get(i)) {
                 self.add_sql(Kind::Table, m.start(), m.end());
@@ -298,42 +334,24 @@ impl Finder<'_> {
                 }
             }
         }
+        for m in PSEUDO_ROW.find_iter(text) {
+            self.add_sql(Kind::Column, m.start(), m.end());
+        }
         for c in PLAN_COLUMN.captures_iter(text) {
             if let Some(m) = c.get(1) {
                 self.add_sql(Kind::Column, m.start(), m.end());
             }
         }
-        for c in HEADER_RULED.captures_iter(text) {
-            if let Some(header) = c.get(1) {
-                for m in NAME_WORD.find_iter(header.as_str()) {
-                    self.add_sql(
-                        Kind::Column,
-                        header.start() + m.start(),
-                        header.start() + m.end(),
-                    );
-                }
-            }
-        }
-        for c in HEADER_PIPED.captures_iter(text) {
-            if let Some(header) = c.get(1) {
-                for m in NAME_WORD.find_iter(header.as_str()) {
-                    self.add_sql(
-                        Kind::Column,
-                        header.start() + m.start(),
-                        header.start() + m.end(),
-                    );
-                }
-            }
-        }
-        for c in TABLES_LISTED.captures_iter(text) {
-            if let Some(list) = c.get(1) {
-                let names: Vec<_> = NAME_WORD.find_iter(list.as_str()).collect();
-                for m in names {
-                    self.add_sql(
-                        Kind::Table,
-                        list.start() + m.start(),
-                        list.start() + m.end(),
-                    );
+        // Result headers are columns; what `.tables` lists are tables.
+        for (pattern, kind) in [
+            (&*HEADER_RULED, Kind::Column),
+            (&*HEADER_PIPED, Kind::Column),
+            (&*TABLES_LISTED, Kind::Table),
+        ] {
+            for c in pattern.captures_iter(text) {
+                let Some(names) = c.get(1) else { continue };
+                for m in NAME_WORD.find_iter(names.as_str()) {
+                    self.add_sql(kind, names.start() + m.start(), names.start() + m.end());
                 }
             }
         }
@@ -415,10 +433,14 @@ impl Finder<'_> {
                 }
             }
         }
-        if let Some(i) = lower.find(" column ") {
-            let from = i + " column ".len();
-            if let Some(n) = LEADING_NAME.captures(&stmt[from..]).and_then(|n| n.get(1)) {
-                self.add_sql(Kind::Column, s + from + n.start(), s + from + n.end());
+        if let Some(c) = RENAMED.captures(stmt)
+            && let Some(m) = c.get(1)
+        {
+            self.add_sql(Kind::Column, s + m.start(), s + m.end());
+        }
+        for c in COLUMN_CHANGED.captures_iter(stmt) {
+            if let Some(m) = c.get(1) {
+                self.add_sql(Kind::Column, s + m.start(), s + m.end());
             }
         }
     }
