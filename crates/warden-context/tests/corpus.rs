@@ -182,5 +182,10 @@ fn the_development_part() {
 fn the_held_out_part() {
     // The target is all of them (recall 1.0); what is reached is held here, so that no change
     // loses ground (docs/benchmarks.md has the figures and what stands in the way).
-    check("held-out", include_str!("fixtures/corpus/heldout.json"), 0.965, 0.95);
+    check(
+        "held-out",
+        include_str!("fixtures/corpus/heldout.json"),
+        0.97,
+        0.95,
+    );
 }

@@ -31,7 +31,7 @@ static PROSE_NAMED: LazyLock<Regex> = LazyLock::new(|| {
 /// `impl Trait for Type`, a constant of a class (`RoundingMode.HALF_UP`), C's `_t` types.
 static PLACED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b|@([A-Z]\w*)\b|\bon ([A-Z]\w*) instance\b|\b(?:struct|union|enum)[ \t]+([a-z_]\w*)[ \t]*(?:\{|\*|[A-Za-z_]\w*[ \t]*[;=,)\[])"#,
+        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b|@([A-Z]\w*)\b|\bon ([A-Z]\w*) instance\b|‘([A-Za-z_]\w*)’ \{aka|No enum constant ((?:[\w$]+\.)*[A-Z][\w$]*)\.[A-Z_][A-Z0-9_]*|\b(?:struct|union|enum)[ \t]+([a-z_]\w*)[ \t]*(?:\{|\*|[A-Za-z_]\w*[ \t]*[;=,)\[])"#,
     )
 });
 
@@ -53,6 +53,47 @@ static IMPORTED: LazyLock<Regex> = LazyLock::new(|| {
 static LISTED_TYPE: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b(?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\b"));
 static IMPORTED_NAME: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_][\w.:]*"));
+
+/// Words before `table` that say what kind of table it is, not which.
+const NOT_TABLES: &[&str] = &[
+    "hash",
+    "lookup",
+    "routing",
+    "symbol",
+    "truth",
+    "page",
+    "jump",
+    "dispatch",
+    "pivot",
+    "round",
+    "side",
+    "time",
+    "same",
+    "whole",
+    "new",
+    "old",
+    "temporary",
+    "join",
+    "main",
+    "first",
+    "last",
+    "next",
+    "previous",
+    "following",
+    "above",
+    "below",
+    "wrong",
+    "right",
+    "entire",
+    "target",
+    "source",
+    "base",
+    "summary",
+    "comparison",
+    "decision",
+    "conversion",
+    "translation",
+];
 
 /// Java's `symbol:   class Item` and `location: class com.acme.Store`.
 static JAVA_SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
@@ -82,7 +123,7 @@ static CONSTRUCTED: LazyLock<Regex> =
 /// `FAIL: test_x (module.Class.test_x)`, gcc's `in function ‘main’`.
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m), line \d+, in ([A-Za-z_]\w*)|^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\n]*?::[^\n]*?)[ \t]*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
+        r"(?m), line \d+, in ([A-Za-z_][\w.]*)|^test \S+ - ([\w:]+) \(line \d+\)|\boperator: '(\w+)'|^([A-Za-z_]\w*) \([^)\n]*=[^)\n]*\) at |^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\n]*?::[^\n]*?)[ \t]*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
     )
 });
 
@@ -94,7 +135,7 @@ static DECLARED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
 
 static CODE_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:\b[a-z_]\w*\??:\s*|->\s*|=>\s*|<\s*|<[^<>\n]{0,60},\s*|\[[^\[\]\n]{0,60},\s*|&\s*(?:mut\s+|'\w+\s+)?|\*\s*(?:mut\s+|const\s+)?|\b(?:new|dyn|instanceof|except|raise|throw new|catch\s*\()\s+|\[\s*|\(\s*)((?:[a-z_]\w*(?:\.|::))*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b",
+        r"(?:\b[a-z_]\w*\??:\s*|[<,]\s*[A-Z]\w*:\s*|(?:[(,][ \t]*[a-z_]\w*|^[ \t]*(?:\d+\t)?[ \t]*\w+)[ \t]+\*?(?:\[\])?|->\s*|=>\s*|<\s*|<[^<>\n]{0,60},\s*|\[[^\[\]\n]{0,60},\s*|&\s*(?:mut\s+|'\w+\s+)?|\*\s*(?:mut\s+|const\s+)?|\b(?:new|dyn|instanceof|except|raise|throw new|catch\s*\()\s+|\[\s*|\(\s*)((?:[a-z_]\w*(?:\.|::))*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b",
     )
 });
 
@@ -140,6 +181,9 @@ static QUOTED_CODE: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,160})`"))
 /// A path to a method in quoted code: `` `HashMap::<K, V, S, A>::insert` ``.
 static QUOTED_PATH_CALL: LazyLock<Regex> =
     LazyLock::new(|| re(r"^[A-Za-z_][\w:<>, ]*[A-Z][\w<>, ]*::[a-z_]\w*$"));
+/// A name alone in quoted code that reads as code: `rollout_pct`, `gcContent`, `reads.quality`.
+static CODE_SPAN_NAME: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:[a-z_][a-z0-9]*_[\w]*|[a-z]+[A-Z]\w*|[a-z_]\w*\.[a-z_]\w*)$"));
 static CAMEL: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]{2,}[0-9]*)\b"));
 
@@ -302,7 +346,7 @@ impl Finder<'_> {
     pub(super) fn frames(&mut self) {
         let text = self.text;
         for c in FRAME.captures_iter(text) {
-            for i in 1..=7 {
+            for i in 1..=10 {
                 if let Some(m) = c.get(i)
                     && m.as_str() != "module"
                 {
@@ -315,7 +359,7 @@ impl Finder<'_> {
     pub(super) fn code(&mut self) {
         let text = self.text;
         for c in PLACED_TYPE.captures_iter(text) {
-            if let Some(m) = (1..=10).find_map(|i| c.get(i)) {
+            if let Some(m) = (1..=12).find_map(|i| c.get(i)) {
                 self.add_type(m.start(), m.end());
             }
         }
@@ -429,7 +473,11 @@ impl Finder<'_> {
                     || typeish
                     || plain.contains(['_', '.', ':'])
                     || plain.chars().skip(1).any(char::is_uppercase);
-                if !codeish {
+                // `the legs table`: a plain word names a table when a sentence says so.
+                let plain_table = matches!(word.as_str(), "table" | "view")
+                    && text[..name.start()].trim_end_matches('`').ends_with("the ")
+                    && !NOT_TABLES.contains(&plain);
+                if !codeish && !plain_table {
                     continue;
                 }
                 match word.as_str() {
@@ -495,6 +543,15 @@ impl Finder<'_> {
                 let owner = code.as_str().split("::").next().unwrap_or("");
                 if QUOTED_PATH_CALL.is_match(code.as_str()) && !basic(owner) {
                     self.add(Kind::Function, code.start(), code.end());
+                    continue;
+                }
+                if CODE_SPAN_NAME.is_match(code.as_str()) {
+                    let kind = if text[..c.get(0).map_or(0, |w| w.start())].ends_with("table ") {
+                        Kind::Table
+                    } else {
+                        Kind::Function
+                    };
+                    self.add(kind, code.start(), code.end());
                     continue;
                 }
                 if code.as_str().contains(char::is_whitespace)

@@ -122,7 +122,7 @@ fn ascii_words(pattern: &str) -> String {
 const SEGMENT: &str = r"(?:[\w.@+-]*\*[\w.@+*-]*[\w.]|[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
 
 /// File extensions that make a bare name a path.
-const EXTENSIONS: &str = "a|o|rs|toml|lock|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ndjson|py|pyi|go|mod|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|sh|bash|zsh|sql|md|txt|yaml|yml|html|css|scss|xml|ini|cfg|conf|env|log|proto|graphql|vue|svelte|lua|ex|exs|erl|hs|ml|scala|gradle|dockerfile|csv|ipynb|db|sqlite|gguf|wasm|so|dylib|dll|exe|patch|diff";
+const EXTENSIONS: &str = "a|o|rs|toml|lock|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ndjson|py|pyi|go|mod|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|sh|bash|zsh|sql|md|txt|yaml|yml|html|css|scss|xml|ini|cfg|conf|env|log|proto|graphql|vue|svelte|lua|ex|exs|erl|hs|ml|scala|gradle|dockerfile|csv|ipynb|db|sqlite|gguf|wasm|so|dylib|dll|exe|patch|diff|out|bin|tar|gz|tgz|zip|whl|jar|class|pyc|pem|crt|svg|png|jpg|pdf|lockb|mk|cmake|tf|nix|bzl|service";
 
 /// Pairs like `and/or` that are words, not paths.
 const NOT_PATHS: &[&str] = &[
@@ -292,7 +292,7 @@ const NOT_FUNCTIONS: &[&str] = &[
 static URL: LazyLock<Regex> = LazyLock::new(|| re(r#"\bhttps?://[^\s<>"'`\]}\\]+"#));
 static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:file://)?(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+)?\b|\bnode:[\w/.-]+:\d+(?::\d+)?\b|\b(?:[\w.-]+/)*(?:Makefile|GNUmakefile|Dockerfile|Containerfile|Jenkinsfile|Rakefile|Gemfile|Procfile|Vagrantfile|Justfile|Caddyfile|BUILD|WORKSPACE):\d+(?::\d+)?\b"
+        r"(?:file://)?(?:[~.]{{0,2}}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.(?:{EXTENSIONS}):\d+(?::\d+|-\d+)?\b|\bnode:[\w/.-]+:\d+(?::\d+)?\b|\b(?:[\w.-]+/)*(?:Makefile|GNUmakefile|Dockerfile|Containerfile|Jenkinsfile|Rakefile|Gemfile|Procfile|Vagrantfile|Justfile|Caddyfile|BUILD|WORKSPACE):\d+(?::\d+)?\b"
     ))
 });
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
@@ -305,7 +305,7 @@ static UUID: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PREFIXED_ID: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job|pi|sub|ord|cus|ch|acct|txn|tok|usr|inv|pay|batch|task|ses|corr)_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\bchatcmpl-[A-Za-z0-9]{6,}\b",
+        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job|pi|sub|ord|cus|ch|acct|txn|tok|usr|inv|pay|batch|task|ses|corr)_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\bchatcmpl-[A-Za-z0-9]{6,}\b|\b[a-z]{2,5}_(?:[A-Za-z]*[0-9]|[0-9]*[A-Z])[A-Za-z0-9]{7,}\b",
     )
 });
 /// A test's id as pytest prints it: `tests/test_api.py::TestCart::test_total[case-1]`.

@@ -264,6 +264,9 @@ static LEADING_NAME: LazyLock<Regex> =
     LazyLock::new(|| re(&format!(r"^[\s+]*(?:\d+\t\s*)?({NAME})")));
 static TABLE_ALIASED: LazyLock<Regex> =
     LazyLock::new(|| re(&format!(r"(?i)\b(?:from|join|into|update)\s+{NAME}\s*$")));
+/// A column an index is on, as prose says it: `an index on route_id`.
+static INDEX_ON: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\bindex (?:on|over) ([a-z_]\w*(?:\.[a-z_]\w*)?)\b"));
 /// A trigger's row: `NEW.salary_pence`, `OLD.emp_no`.
 static PSEUDO_ROW: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:NEW|OLD|new|old)\.[A-Za-z_]\w*\b"));
 /// A query plan's columns: `USING INDEX idx (member_id=? AND returned_at>?)`.
@@ -293,7 +296,7 @@ static TABLES_LISTED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?m)^(?:sqlite> )?\.tables\s*\n((?:[\w \t]+\n)+)"));
 static SIMPLE_NAME: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"^[\s+]*(?:distinct\s+)?({NAME})\s*(?:(?i:as)\s+\w+|\w+)?[\s+]*$"
+        r"^(?:[\s+]|\d+\t)*(?:distinct\s+)?({NAME})\s*(?:(?i:as)\s+\w+|\w+)?(?:[\s+]|\d+\t?)*$"
     ))
 });
 static NAMES_IN_CALL: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"\(\s*({NAME})\s*[),]")));
@@ -332,6 +335,11 @@ impl Finder<'_> {
                     let from = m.start() + at + (piece.len() - piece.trim_start().len());
                     self.add_sql(Kind::Column, from, from + name.len());
                 }
+            }
+        }
+        for c in INDEX_ON.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                self.add_sql(Kind::Column, m.start(), m.end());
             }
         }
         for m in PSEUDO_ROW.find_iter(text) {
