@@ -176,6 +176,41 @@ fn default_path_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, 
 
 /// Opens (creating if needed) the database at `path`, configures it and brings its schema to
 /// [`SCHEMA_VERSION`].
+/// What every `SQLite` database file starts with.
+const HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Refuses a file that is there and is not a `SQLite` database. `SQLite` itself would not
+/// notice while the write-ahead log beside the file still holds the pages it reads first: a
+/// trace overwritten by something else would open, and fail (or answer wrongly) later.
+fn check_header(path: &Path) -> Result<(), TraceError> {
+    use std::io::Read as _;
+    let Ok(mut file) = fs::File::open(path) else {
+        // Not there (it is created) or not readable (opening says why).
+        return Ok(());
+    };
+    let mut start = [0u8; 16];
+    let mut read = 0;
+    while read < start.len() {
+        match file.read(&mut start[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    if read == 0 || start == *HEADER {
+        return Ok(());
+    }
+    let source = rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
+        Some("file is not a database".to_owned()),
+    );
+    Err(TraceError::Corrupt {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 pub(crate) fn connect(path: &Path) -> Result<Connection, TraceError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|source| TraceError::CreateDir {
@@ -184,6 +219,7 @@ pub(crate) fn connect(path: &Path) -> Result<Connection, TraceError> {
         })?;
     }
     let sqlite = |source| TraceError::sqlite(path, source);
+    check_header(path)?;
     let mut conn = Connection::open(path).map_err(|source| TraceError::Open {
         path: path.to_owned(),
         source,

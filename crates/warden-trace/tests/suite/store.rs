@@ -194,6 +194,25 @@ fn a_corrupt_file_is_a_clear_error() {
 }
 
 #[test]
+fn a_file_overwritten_beside_its_log_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.db");
+    let session = SessionId::new();
+    {
+        let store = TraceStore::open(&path).unwrap();
+        store.record(&event(&session, 1)).unwrap();
+    }
+    // The write-ahead log still holds the pages it wrote; the file itself is garbage now.
+    assert!(dir.path().join("trace.db-wal").exists());
+    let size = fs::metadata(&path).unwrap().len();
+    let garbage = vec![0x5a; usize::try_from(size.max(8192)).unwrap()];
+    fs::write(&path, garbage).unwrap();
+    let err = TraceStore::open(&path).unwrap_err();
+    assert!(matches!(err, TraceError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("file is not a database"), "{err}");
+}
+
+#[test]
 fn an_unwritable_location_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file.txt");
