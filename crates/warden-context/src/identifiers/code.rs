@@ -31,7 +31,7 @@ static PROSE_NAMED: LazyLock<Regex> = LazyLock::new(|| {
 /// `impl Trait for Type`, a constant of a class (`RoundingMode.HALF_UP`), C's `_t` types.
 static PLACED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?m)[‘`'"](?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b|@([A-Z]\w*)\b|\bon ([A-Z]\w*) instance\b|‘([A-Za-z_]\w*)’ \{aka|No enum constant ((?:[\w$]+\.)*[A-Z][\w$]*)\.[A-Z_][A-Z0-9_]*|\b(?:struct|union|enum)[ \t]+([a-z_]\w*)[ \t]*(?:\{|\*|[A-Za-z_]\w*[ \t]*[;=,)\[])"#,
+        r#"(?m)[‘`'"](?:const\s+)?(?:struct|enum|union|class)\s+([A-Za-z_]\w*)[’`'"]|\btype name [‘`'"]([A-Za-z_]\w*)[’`'"]|'([A-Za-z_]\w*)' object\b|^((?:[a-z_]\w*(?:\.|::))+[A-Z]\w*):\s|\b([A-Z][A-Za-z0-9]*[a-z]\w*)::[A-Z]\w*|\bimpl(?:<[^>]*>)?\s+[\w:<>]+\s+for\s+([A-Z]\w*)|\b([A-Z][a-z]\w*)\.[A-Z][A-Z0-9_]{2,}\b|@([A-Z]\w*)\b|\bon ([A-Z]\w*) instance\b|‘([A-Za-z_]\w*)’ \{aka|No enum constant ((?:[\w$]+\.)*[A-Z][\w$]*)\.[A-Z_][A-Z0-9_]*|\b(?:struct|union|enum)[ \t]+([a-z_]\w*)[ \t]*(?:\{|\*|,|\)|[A-Za-z_]\w*[ \t]*[;=,)\[])|\b(?:class|interface|enum) ((?:[a-z_]\w*\.)+[A-Z][\w$]*)"#,
     )
 });
 
@@ -39,7 +39,7 @@ static PLACED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
 /// a derive, `implements`/`extends` lists: each capitalised name in them is a type.
 static TYPE_LIST: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m)incompatible types: ([^\n]+)|\bmethod \w+\([^)\n]*\) in ([\w.]+)|#\[derive\(([^)\n]*)\)|\b(?:implements|extends|throws)\s+([\w.<>, ]+)|\bderives? ([\w, ]+)",
+        r"(?m)incompatible types: ([^\n]+)|\bmethod \w+\([^)\n]*\) in ([\w.]+)|\bmethod \w+\(([^)\n]*)\)|\bin (?:class|interface|enum) ([\w.$]+)|#\[derive\(([^)\n]*)\)|\b(?:implements|extends|throws)\s+([\w.<>, ]+)|\bderives? ([\w, ]+)",
     )
 });
 
@@ -123,7 +123,7 @@ static CONSTRUCTED: LazyLock<Regex> =
 /// `FAIL: test_x (module.Class.test_x)`, gcc's `in function ‘main’`.
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m), line \d+, in ([A-Za-z_][\w.]*)|^test \S+ - ([\w:]+) \(line \d+\)|\boperator: '(\w+)'|^([A-Za-z_]\w*) \([^)\n]*=[^)\n]*\) at |^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\n]*?::[^\n]*?)[ \t]*$|^test ([\w:]+) \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
+        r"(?m), line \d+, in ([A-Za-z_][\w.]*)|^test \S+ - ([\w:]+) \(line \d+\)|\boperator: '(\w+)'|^([A-Za-z_]\w*) \([^)\n]*=[^)\n]*\) at |^\s*\d+:\s+(?:0x[0-9a-f]+ - )?([A-Za-z_<][^\n]*?::[^\n]*?)[ \t]*$|^test ([\w:]+)(?: - should panic)? \.\.\.|^---- ([\w:]+) stdout ----|^(?:(?:FAIL|ERROR): )?([A-Za-z_]\w*) \(([\w.]+)\)(?: \.\.\.|\s*$)|\bin function [‘'`]([A-Za-z_]\w*)[’'`]",
     )
 });
 
@@ -184,6 +184,10 @@ static QUOTED_PATH_CALL: LazyLock<Regex> =
 /// A name alone in quoted code that reads as code: `rollout_pct`, `gcContent`, `reads.quality`.
 static CODE_SPAN_NAME: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(?:[a-z_][a-z0-9]*_[\w]*|[a-z]+[A-Z]\w*|[a-z_]\w*\.[a-z_]\w*)$"));
+/// A table and its columns in quoted prose: `` `cell_values(sheet_id, ref, value)` ``.
+static CODE_SPAN_TABLE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^([a-z_]\w*)\(([a-z_]\w*(?:,\s*[a-z_]\w*)+)\)$"));
+static NAME_IN_LIST: LazyLock<Regex> = LazyLock::new(|| re(r"[a-z_]\w*"));
 static CAMEL: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]{2,}[0-9]*)\b"));
 
@@ -359,7 +363,7 @@ impl Finder<'_> {
     pub(super) fn code(&mut self) {
         let text = self.text;
         for c in PLACED_TYPE.captures_iter(text) {
-            if let Some(m) = (1..=12).find_map(|i| c.get(i)) {
+            if let Some(m) = (1..=13).find_map(|i| c.get(i)) {
                 self.add_type(m.start(), m.end());
             }
         }
@@ -375,7 +379,7 @@ impl Finder<'_> {
             ],
         ) {
             for c in TYPE_LIST.captures_iter(text) {
-                let Some(list) = (1..=5).find_map(|i| c.get(i)) else {
+                let Some(list) = (1..=7).find_map(|i| c.get(i)) else {
                     continue;
                 };
                 for m in LISTED_TYPE.find_iter(list.as_str()) {
@@ -543,6 +547,16 @@ impl Finder<'_> {
                 let owner = code.as_str().split("::").next().unwrap_or("");
                 if QUOTED_PATH_CALL.is_match(code.as_str()) && !basic(owner) {
                     self.add(Kind::Function, code.start(), code.end());
+                    continue;
+                }
+                if let Some(shape) = CODE_SPAN_TABLE.captures(code.as_str()) {
+                    for (i, kind) in [(1, Kind::Table), (2, Kind::Column)] {
+                        let Some(m) = shape.get(i) else { continue };
+                        for w in NAME_IN_LIST.find_iter(m.as_str()) {
+                            let at = code.start() + m.start();
+                            self.add(kind, at + w.start(), at + w.end());
+                        }
+                    }
                     continue;
                 }
                 if CODE_SPAN_NAME.is_match(code.as_str()) {

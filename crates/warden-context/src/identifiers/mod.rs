@@ -297,7 +297,7 @@ static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:file://)?(?:~|\.{{1,2}})?/{SEGMENT}(?:/{SEGMENT})*/?|[\w.@+-]+(?:/{SEGMENT})+/?|\b[\w.+-]+\.(?:{EXTENSIONS})\b"
+        r"(?:file://)?(?:~|\.{{1,2}})?/{SEGMENT}(?:/{SEGMENT})*/?(?:\?[\w=&%.+-]+)?|[\w.@+-]+(?:/{SEGMENT})+/?|\b[\w.+-]+\.(?:{EXTENSIONS})\b"
     ))
 });
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
@@ -335,7 +335,7 @@ static ERROR_CODE: LazyLock<Regex> = LazyLock::new(|| {
 /// error (`code AUTH_TOKEN_EXPIRED`, `error: QUOTA_EXCEEDED`).
 static NAMED_CODE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?i:\b(?:trace|span|request|correlation)(?:[ _-]?id)?)[\s:=#"']+([0-9a-fA-F]{16,64})\b|(?i:\b(?:code|error|errno|status|reason|err))[\s:=("'`]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b"#,
+        r#"(?i:\b(?:trace|span|request|correlation)(?:[ _-]?id)?)[\s:=#"']+([0-9a-fA-F]{16,64})\b|(?i:\b(?:code|error|errno|status|reason|err))[\s:=("'`]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|\b([A-Z][A-Z0-9]*_(?:ERR|ERROR|E)_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_(?:ERROR|FAILED|FAILURE|DENIED|INVALID|TIMEOUT|TIMED_OUT|LOCKED|EXPIRED|NOT_FOUND|UNAVAILABLE|EXCEEDED|CONFLICT|REJECTED|MISSING|FORBIDDEN|UNAUTHORIZED))\b|\bSQLSTATE[\s:=\[]*([0-9A-Z]{5})\b"#,
     )
 });
 
@@ -351,7 +351,7 @@ static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
 /// `lib.a(x.o):(symbol)`), `Type::method`.
 static FUNCTION_PLACED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\bat\s+(?:async\s+)?(?:new\s+)?(?:get\s+|set\s+)?([A-Za-z_$#][\w$#]*(?:\.[A-Za-z_$#<][\w$#<>]*)*)\s+(?:\[as ([\w$#]+)\]\s+)?\(|(?:undefined symbol:|undefined reference to)\s+[`‘']?([A-Za-z_]\w*)|\b((?:[a-z_]\w*::)*[A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)|#\d+\s+0x[0-9a-f]+\s+in\s+([A-Za-z_][\w:~<>]*)|\bat\s+(?:[\w.]+/)?([\w$.]+)\([\w$.]*(?:\.java|\.kt|\.scala)?:?\d*\)|:in\s+`([^'\s]+)'",
+        r"\bat\s+(?:async\s+)?(?:new\s+)?(?:get\s+|set\s+)?([A-Za-z_$#][\w$#]*(?:\.[A-Za-z_$#<][\w$#<>]*)*)\s+(?:\[as ([\w$#]+)\]\s+)?\(|(?:undefined symbol:|undefined reference to)\s+[`‘']?([A-Za-z_]\w*)|\b((?:[a-z_]\w*::)*[A-Z]\w*::[a-z_]\w*)\b|\.o\):\(([A-Za-z_]\w*)\)|#\d+\s+0x[0-9a-f]+\s+in\s+([A-Za-z_][\w:~<>]*)|\bat\s+(?:[\w.]+/)?([\w$.]+)\([\w$.]*(?:\.java|\.kt|\.scala)?:?\d*\)|:in\s+`([^'\s]+)'|\bmethod ([A-Za-z_$][\w$]*)(?:\(| in )|->\w+ = &?([a-z_]\w*);|\b([A-Z][a-z]\w*[A-Z]\w*\.[a-z_]\w*)\b|\b(test_[a-z0-9_]+)\b",
     )
 });
 static TABLE: LazyLock<Regex> = LazyLock::new(|| {
@@ -439,7 +439,7 @@ impl Finder<'_> {
         for c in NAMED_CODE.captures_iter(text) {
             if let Some(m) = c.get(1) {
                 self.add(Kind::TraceId, m.start(), m.end());
-            } else if let Some(m) = c.get(2) {
+            } else if let Some(m) = (2..=4).find_map(|i| c.get(i)) {
                 self.add(Kind::ErrorCode, m.start(), m.end());
             }
         }
@@ -478,7 +478,7 @@ impl Finder<'_> {
     fn placed(&mut self) {
         let text = self.text;
         for c in FUNCTION_PLACED.captures_iter(text) {
-            for name in (1..=8).filter_map(|i| c.get(i)) {
+            for name in (1..=12).filter_map(|i| c.get(i)) {
                 if !NOT_FUNCTIONS.contains(&name.as_str()) && !name.as_str().contains('<') {
                     self.add(Kind::Function, name.start(), name.end());
                 }

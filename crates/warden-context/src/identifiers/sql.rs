@@ -37,6 +37,9 @@ static COLUMN_COMPARED: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
+/// `alias.column` anywhere in a statement: `SUM(o.total * r.rate)`, `c.col || c.row_no`.
+static QUALIFIED_COLUMN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[a-z_]\w*\.[a-z_]\w*\b"));
+
 /// The column on the right of a comparison: `ON c.id = o.customer_id`.
 static COMPARED_WITH: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
@@ -424,6 +427,13 @@ impl Finder<'_> {
                 {
                     continue;
                 }
+                self.add_sql(Kind::Column, s + m.start(), s + m.end());
+            }
+        }
+        for m in QUALIFIED_COLUMN.find_iter(stmt) {
+            // Not a call, nor part of an address or a domain (`j.tanaka@example.com`).
+            let after = &stmt[m.end()..];
+            if !after.starts_with(['(', '@', '.']) && !stmt[..m.start()].ends_with(['@', '.']) {
                 self.add_sql(Kind::Column, s + m.start(), s + m.end());
             }
         }
