@@ -151,6 +151,9 @@ pub struct Agent<'a> {
     pub(crate) hooks: warden_hooks::HookRunner,
     /// What hooks said about a call before it ran, for its result, by call id.
     pub(crate) hook_notes: std::collections::HashMap<String, Vec<String>>,
+    /// Calls an organisation's hook (from the managed settings) asked about: only the
+    /// organisation's own hooks may answer them.
+    pub(crate) asked_by_org: std::collections::HashSet<String>,
     /// How many times in a row `Stop` hooks sent the model back to work.
     pub(crate) stop_blocks: u32,
     /// Whether `SessionStart` hooks ran (once per agent, however many prompts it takes).

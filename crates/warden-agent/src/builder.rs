@@ -248,6 +248,7 @@ impl<'a> AgentBuilder<'a> {
             skills: self.skills,
             hooks: warden_hooks::HookRunner::new(&settings.hooks, &settings.project_root),
             hook_notes: std::collections::HashMap::new(),
+            asked_by_org: std::collections::HashSet::new(),
             stop_blocks: 0,
             opened: false,
         })

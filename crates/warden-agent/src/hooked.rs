@@ -200,6 +200,9 @@ impl Agent<'_> {
             outcome.updated_input = None;
             outcome.merge(again);
         }
+        if org_decided(&outcome, "ask", &self.settings.sources) {
+            self.asked_by_org.insert(call.id.clone());
+        }
         let notes = self.labelled(&outcome);
         if !notes.is_empty() {
             self.hook_notes
@@ -269,8 +272,21 @@ impl Agent<'_> {
                 "a PermissionRequest hook stopped the run: {why}"
             ))));
         }
+        // What the organisation's hook asked, only its own hooks answer.
+        let org_asked = self.asked_by_org.remove(&call.id);
+        let answerable = !org_asked || org_decided(&outcome, "allow", &self.settings.sources);
+        if org_asked && !answerable && outcome.verdict == Some(Verdict::Allow) {
+            self.publish(&Event::HookNotice {
+                message: format!(
+                    "a hook's allow does not answer what the organisation's hook asked about {}: \
+                     a person decides",
+                    call.name
+                ),
+            });
+        }
         let plain = checked.decision.decision == DecisionKind::RequireApproval
-            && self.registry.held(&checked.name).is_none();
+            && self.registry.held(&checked.name).is_none()
+            && answerable;
         match outcome.verdict {
             Some(Verdict::Deny) => {
                 let d = &mut checked.decision;
@@ -455,4 +471,76 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?;
     file.write_all(text.as_bytes())
+}
+
+/// Whether a hook from the managed settings (`/etc/warden/managed.toml`) decided `decision` in
+/// `outcome`.
+fn org_decided(
+    outcome: &Outcome,
+    decision: &str,
+    sources: &[warden_config::SettingsSource],
+) -> bool {
+    outcome.runs.iter().any(|ran| {
+        ran.decision.as_deref() == Some(decision)
+            && ran.source.as_ref().is_some_and(|path| {
+                sources
+                    .iter()
+                    .any(|s| s.layer == warden_config::Layer::Managed && &s.path == path)
+            })
+    })
+}
+
+#[cfg(test)]
+mod org_tests {
+    use std::path::PathBuf;
+
+    use warden_config::{HookEvent, Layer, SettingsSource};
+    use warden_hooks::{Outcome, Ran};
+
+    use super::org_decided;
+
+    fn ran(source: &str, decision: &str) -> Ran {
+        Ran {
+            event: HookEvent::PreToolUse,
+            matcher: None,
+            command_sha256: String::new(),
+            source: Some(PathBuf::from(source)),
+            duration_ms: 0,
+            exit: Some(0),
+            timed_out: false,
+            decision: Some(decision.to_owned()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn only_the_managed_file_s_hooks_speak_for_the_organisation() {
+        let sources = [
+            SettingsSource {
+                layer: Layer::Managed,
+                path: PathBuf::from("/etc/warden/managed.toml"),
+            },
+            SettingsSource {
+                layer: Layer::User,
+                path: PathBuf::from("/home/u/.config/warden/settings.toml"),
+            },
+        ];
+        let org_ask = Outcome {
+            runs: vec![ran("/etc/warden/managed.toml", "ask")],
+            ..Outcome::default()
+        };
+        assert!(org_decided(&org_ask, "ask", &sources));
+        assert!(!org_decided(&org_ask, "allow", &sources));
+        let user_allow = Outcome {
+            runs: vec![ran("/home/u/.config/warden/settings.toml", "allow")],
+            ..Outcome::default()
+        };
+        assert!(!org_decided(&user_allow, "allow", &sources));
+        // A file of the same name elsewhere is not the managed one.
+        let lookalike = Outcome {
+            runs: vec![ran("/tmp/etc/warden/managed.toml", "ask")],
+            ..Outcome::default()
+        };
+        assert!(!org_decided(&lookalike, "ask", &sources));
+    }
 }
