@@ -151,6 +151,8 @@ pub struct Agent<'a> {
     pub(crate) hooks: warden_hooks::HookRunner,
     /// What hooks said about a call before it ran, for its result, by call id.
     pub(crate) hook_notes: std::collections::HashMap<String, Vec<String>>,
+    /// The last event written to the transcript hooks read (it grows by what is new).
+    pub(crate) transcript_seq: std::cell::Cell<u64>,
     /// Calls an organisation's hook (from the managed settings) asked about: only the
     /// organisation's own hooks may answer them.
     pub(crate) asked_by_org: std::collections::HashSet<String>,

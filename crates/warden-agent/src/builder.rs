@@ -248,6 +248,7 @@ impl<'a> AgentBuilder<'a> {
             skills: self.skills,
             hooks: warden_hooks::HookRunner::new(&settings.hooks, &settings.project_root),
             hook_notes: std::collections::HashMap::new(),
+            transcript_seq: std::cell::Cell::new(0),
             asked_by_org: std::collections::HashSet::new(),
             stop_blocks: 0,
             opened: false,

@@ -70,12 +70,18 @@ impl Agent<'_> {
         let dir = self.settings.dirs.data_dir.as_ref()?.join("transcripts");
         std::fs::create_dir_all(&dir).ok()?;
         let path = dir.join(format!("{}.jsonl", self.session.as_str()));
+        // Only what is new since the last hook: the file grows with the session, it is not
+        // written again whole for every hook.
+        let after = self.transcript_seq.get();
         let mut text = String::new();
-        for event in self.store.events(&self.session).ok()? {
+        let mut last = after;
+        for event in self.store.events_after(&self.session, after).ok()? {
             text.push_str(&serde_json::to_string(&event).ok()?);
             text.push('\n');
+            last = last.max(event.seq);
         }
-        write_private(&path, &text).ok()?;
+        write_private(&path, &text, after > 0).ok()?;
+        self.transcript_seq.set(last);
         Some(path)
     }
 
@@ -461,13 +467,15 @@ fn permission_mode(mode: warden_config::PermissionMode) -> &'static str {
     }
 }
 
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+/// Writes `text` to `path`, readable by its owner only; after what is there when `append`.
+fn write_private(path: &std::path::Path, text: &str, append: bool) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .append(append)
+        .truncate(!append)
         .mode(0o600)
         .open(path)?;
     file.write_all(text.as_bytes())

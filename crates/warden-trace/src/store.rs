@@ -220,14 +220,29 @@ impl TraceStore {
 
     /// The events of `session` in seq order; empty for an unknown session.
     pub fn events(&self, session: &SessionId) -> Result<Vec<ToolEvent>, TraceError> {
-        let sql =
-            format!("SELECT {EVENT_COLUMNS} FROM tool_events WHERE session_id = ?1 ORDER BY seq");
+        self.events_after(session, 0)
+    }
+
+    /// The events of `session` after sequence number `after`, in order: what a reader that has
+    /// the earlier ones still needs.
+    pub fn events_after(
+        &self,
+        session: &SessionId,
+        after: u64,
+    ) -> Result<Vec<ToolEvent>, TraceError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM tool_events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq"
+        );
         let mut stmt = self
             .conn
             .prepare_cached(&sql)
             .map_err(|source| self.sqlite(source))?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
         let rows = stmt
-            .query_map([session.as_str()], RawEvent::from_row)
+            .query_map(
+                rusqlite::params![session.as_str(), after],
+                RawEvent::from_row,
+            )
             .map_err(|source| self.sqlite(source))?;
         rows.map(|raw| {
             raw.map_err(|source| self.sqlite(source))?
