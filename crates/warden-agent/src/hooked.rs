@@ -222,44 +222,9 @@ impl Agent<'_> {
     /// Applies `PreToolUse`'s verdict to a decided call: a deny refuses it, an ask makes an
     /// allowed call ask, an allow answers only the question the policy would put to a person.
     pub(crate) fn narrow(&self, checked: &mut Checked, outcome: &Outcome) {
-        if checked.invalid.is_some() {
-            return;
-        }
-        let reason = outcome.reason();
-        let d = &mut checked.decision;
-        match outcome.verdict {
-            None => {}
-            Some(Verdict::Deny) => {
-                d.decision = DecisionKind::Deny;
-                d.reason = format!("refused by a hook: {}", or_none(&reason));
-                d.layer = PolicyLayer::Hook;
-            }
-            Some(Verdict::Ask) if d.decision == DecisionKind::Allow => {
-                if self.approver.is_none() && self.on_ask == OnAsk::Allow {
-                    d.reason = format!("{} (a hook asked; --on-ask allow answered)", d.reason);
-                } else {
-                    d.decision = DecisionKind::RequireApproval;
-                    d.reason = format!("a hook asks: {}", or_none(&reason));
-                    d.layer = PolicyLayer::Hook;
-                }
-            }
-            // A tool whose definition changed since it was pinned is a person's question.
-            Some(Verdict::Allow)
-                if d.decision == DecisionKind::RequireApproval
-                    && self.registry.held(&checked.name).is_none() =>
-            {
-                d.reason = format!(
-                    "allowed by a hook ({}); the policy asked: {}",
-                    or_none(&reason),
-                    d.reason
-                );
-                d.decision = DecisionKind::Allow;
-                d.layer = PolicyLayer::Hook;
-            }
-            // An allow against a deny, a rewrite or an escalation, or an ask about what is
-            // refused already: the policy's decision stands.
-            Some(_) => {}
-        }
+        let flag_answers = self.approver.is_none() && self.on_ask == OnAsk::Allow;
+        let held = self.registry.held(&checked.name).is_some();
+        crate::served::narrow(checked, outcome, flag_answers, held);
     }
 
     /// `PermissionRequest` (and `Notification` when a person is about to be asked): whether
@@ -456,7 +421,7 @@ fn fields(value: Value) -> Map<String, Value> {
 }
 
 /// Claude Code's name for a permission mode.
-fn permission_mode(mode: warden_config::PermissionMode) -> &'static str {
+pub(crate) fn permission_mode(mode: warden_config::PermissionMode) -> &'static str {
     use warden_config::PermissionMode as M;
     match mode {
         M::Plan => "plan",

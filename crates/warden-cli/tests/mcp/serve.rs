@@ -344,3 +344,56 @@ pub(super) fn sessions(p: &Project) -> Vec<Vec<Value>> {
         })
         .collect()
 }
+
+/// The user's hooks hold for another agent's calls too: a `PreToolUse` guard that refuses a
+/// word refuses it through the server (without the hook the same call runs), `PostToolUse` runs
+/// after a call that ran, and both are in the connection's trace.
+#[test]
+fn the_user_s_hooks_guard_calls_through_the_server_too() {
+    let Some(python) = super::peer("venv/bin/python") else {
+        return;
+    };
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let calls = json!([
+        ["bash", {"command": "echo forbidden-word"}],
+        ["bash", {"command": "echo harmless"}],
+    ]);
+    let seen = run_client(&p, &python, &calls, &[], None, LEGACY);
+    assert!(!seen.call(0).0, "without the hook it runs: {}", seen.out);
+    let after = p.home.join("post-tool-use.json");
+    p.user_settings(&format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"if grep -q forbidden-word; then \
+         echo 'that word is not said here' >&2; exit 2; fi\"\n\n[[hooks.PostToolUse]]\n\
+         matcher = \"Bash\"\ncommand = \"cat >> {}\"\n",
+        after.display()
+    ));
+    let seen = run_client(&p, &python, &calls, &[], None, LEGACY);
+    assert!(seen.call(0).0, "{}", seen.out);
+    assert!(
+        seen.call(0)
+            .1
+            .contains("refused by a hook: that word is not said here"),
+        "{}",
+        seen.out
+    );
+    assert!(!seen.call(1).0, "{}", seen.out);
+    assert!(seen.call(1).1.contains("harmless"), "{}", seen.out);
+    // PostToolUse ran for the call that ran, and only for it.
+    let posted = std::fs::read_to_string(&after).unwrap();
+    assert!(posted.contains("echo harmless"), "{posted}");
+    assert!(!posted.contains("forbidden-word"), "{posted}");
+    // Each hook that ran is in the connection's trace, with what it decided.
+    let traced = sessions(&p);
+    let hooks: Vec<&Value> = traced
+        .iter()
+        .flatten()
+        .filter(|e| e.to_string().contains("\"hook\""))
+        .collect();
+    assert!(
+        hooks.iter().any(|h| h.to_string().contains("\"deny\"")),
+        "{traced:?}"
+    );
+}

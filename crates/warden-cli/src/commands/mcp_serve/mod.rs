@@ -331,6 +331,12 @@ fn call(
         runner = runner.with_on_ask(shared.on_ask);
     }
     let mut checked = runner.check(name, arguments.clone());
+    // The user's hooks hold for calls through here too: `PreToolUse` narrows the decision.
+    let hooks = warden_agent::ServedHooks::new(&shared.settings, connection.session.as_str());
+    let call_id = format!("mcp_{}", SessionId::new());
+    let held = shared.registry.held(name).is_some();
+    let pre = hooks.before(&call_id, arguments, &mut checked, held);
+    record_hooks(&store, connection, &pre);
     let (mut new_rules, mut always) = (Vec::new(), false);
     if checked.needs_approval() {
         let asked;
@@ -394,8 +400,37 @@ fn call(
         ToolStatus::Denied => "not run",
         ToolStatus::Error => "failed",
     });
+    if result.status != ToolStatus::Denied {
+        let post = hooks.after(name, &call_id, &checked.args, &result);
+        record_hooks(&store, connection, &post);
+    }
     runner.record(checked, &result).map_err(|e| e.to_string())?;
     Ok(Called::Ran(result, instead))
+}
+
+/// Each hook that ran, in the connection's trace session, as a run records it.
+fn record_hooks(
+    store: &warden_trace::TraceStore,
+    connection: &Connection,
+    outcome: &warden_hooks::Outcome,
+) {
+    for ran in &outcome.runs {
+        let event = Event::Hook {
+            hook_event: ran.event.as_str().to_owned(),
+            matcher: ran.matcher.clone(),
+            command_sha256: ran.command_sha256.clone(),
+            source: ran.source.clone(),
+            duration_ms: ran.duration_ms,
+            exit: ran.exit,
+            timed_out: ran.timed_out,
+            decision: ran.decision.clone(),
+            error: ran
+                .error
+                .as_deref()
+                .map(|e| connection.shield.redact(&warden_protocol::short(e, 400))),
+        };
+        let _ = store.record_agent_event(&connection.session, event.kind(), &event.fields());
+    }
 }
 
 fn asking<'a>(
