@@ -37,7 +37,7 @@ impl ServedHooks {
             return Outcome::default();
         }
         let mut outcome =
-            self.tool_hooks(HookEvent::PreToolUse, &checked.name, id, args, Map::new());
+            self.tool_hooks(HookEvent::PreToolUse, &checked.name, id, args, &Map::new());
         if outcome.updated_input.take().is_some() {
             outcome.verdict = Some(Verdict::Deny);
             outcome.reasons.push(
@@ -67,7 +67,7 @@ impl ServedHooks {
         if !self.runner.listens(event) {
             return Outcome::default();
         }
-        self.tool_hooks(event, name, id, args, extra)
+        self.tool_hooks(event, name, id, args, &extra)
     }
 
     fn tool_hooks(
@@ -76,7 +76,7 @@ impl ServedHooks {
         name: &str,
         id: &str,
         args: &Value,
-        extra: Map<String, Value>,
+        extra: &Map<String, Value>,
     ) -> Outcome {
         let input = claude_input(name, args, &self.session.cwd);
         let mut outcome = Outcome::default();
