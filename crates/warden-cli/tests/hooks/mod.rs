@@ -58,6 +58,25 @@ fn bash(id: &'static str, command: &str) -> Call<'static> {
     Call::new(id, "bash", &json!({ "command": command }))
 }
 
+/// The transcript hooks read grows with the session: every event once, in order, none written
+/// twice.
+fn every_event_once_in_order(transcript: &std::path::Path) {
+    let seqs: Vec<u64> = std::fs::read_to_string(transcript)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(seqs.len() > 3, "{seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1) && seqs[0] == 1,
+        "{seqs:?}"
+    );
+}
+
 #[test]
 fn pre_tool_use_hooks_refuse_ask_and_change_calls_and_see_claude_code_s_shapes() {
     let p = Project::new();
@@ -143,21 +162,7 @@ fn pre_tool_use_hooks_refuse_ask_and_change_calls_and_see_claude_code_s_shapes()
     assert_eq!(command["cwd"], p.root().display().to_string());
     let transcript = PathBuf::from(command["transcript_path"].as_str().unwrap());
     assert!(transcript.exists(), "{command}");
-    // It grows with the session: every event once, in order, none written twice.
-    let seqs: Vec<u64> = std::fs::read_to_string(&transcript)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["seq"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    assert!(seqs.len() > 3, "{seqs:?}");
-    assert!(
-        seqs.windows(2).all(|w| w[1] == w[0] + 1) && seqs[0] == 1,
-        "{seqs:?}"
-    );
+    every_event_once_in_order(&transcript);
     let edit = seen
         .iter()
         .find(|l| l["tool_name"] == "Write" && l["hook_event_name"] == "PostToolUse")
