@@ -58,10 +58,12 @@ fn bash(id: &'static str, command: &str) -> Call<'static> {
     Call::new(id, "bash", &json!({ "command": command }))
 }
 
-/// The transcript hooks read grows with the session: every event once, in order, none written
-/// twice.
-fn every_event_once_in_order(transcript: &std::path::Path) {
-    let seqs: Vec<u64> = std::fs::read_to_string(transcript)
+/// The transcript a hook was given grows with the session: every event once, in order, none
+/// written twice.
+fn every_event_once_in_order(input: &Value) {
+    let transcript = PathBuf::from(input["transcript_path"].as_str().unwrap());
+    assert!(transcript.exists(), "{input}");
+    let seqs: Vec<u64> = std::fs::read_to_string(&transcript)
         .unwrap()
         .lines()
         .map(|l| {
@@ -160,9 +162,7 @@ fn pre_tool_use_hooks_refuse_ask_and_change_calls_and_see_claude_code_s_shapes()
     assert_eq!(command["permission_mode"], "acceptEdits");
     assert_eq!(command["tool_use_id"], "b2");
     assert_eq!(command["cwd"], p.root().display().to_string());
-    let transcript = PathBuf::from(command["transcript_path"].as_str().unwrap());
-    assert!(transcript.exists(), "{command}");
-    every_event_once_in_order(&transcript);
+    every_event_once_in_order(command);
     let edit = seen
         .iter()
         .find(|l| l["tool_name"] == "Write" && l["hook_event_name"] == "PostToolUse")
