@@ -175,7 +175,7 @@ fn check(name: &str, json: &str, recall: f64, precision: f64) {
 
 #[test]
 fn the_development_part() {
-    check("dev", include_str!("fixtures/corpus/dev.json"), 0.98, 0.95);
+    check("dev", include_str!("fixtures/corpus/dev.json"), 0.98, 0.94);
 }
 
 #[test]

@@ -47,7 +47,7 @@ static TYPE_LIST: LazyLock<Regex> = LazyLock::new(|| {
 /// `use crate::audit::AuditLog;`, `import { readFile } from`.
 static IMPORTED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m)\bfrom\s+[\w.]+\s+import\s+\(?([\w, ]+)\)?|^(?:\s*\d+\t|[^\s:]+:\d+:)?\s*import\s+(?:static\s+)?([\w.]+\.[A-Z]\w*)\s*;|\buse\s+((?:crate|super|self|std|[a-z_]\w*)::[\w:]*[A-Z]\w*)\s*;|\bimport\s*\{([\w, ]+)\}\s*from",
+        r"(?m)\bfrom\s+[\w.]+\s+import\s+\(?([\w, ]+)\)?|^(?:\s*\d+\t|[^\s:]+:\d+:)?\s*import\s+(?:static\s+)?([\w.]+\.[A-Z]\w*)\s*;|\buse\s+((?:crate|super|self|std|[a-z_]\w*)::[\w:]*[A-Z]\w*)\s*;|\buse\s+((?:crate|super|self)::[a-z_]\w*::[\w:]*[a-z_]\w*)\s*;|\bimport\s*\{([\w, ]+)\}\s*from",
     )
 });
 static LISTED_TYPE: LazyLock<Regex> =
@@ -105,7 +105,7 @@ static JAVA_SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
 /// A definition: `class Store`, `struct Config`, `enum Mode`, `interface Item`, `type Id =`.
 static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(?:struct|enum|trait|class|interface|union|record|protocol|impl(?:<[^>]*>)?)\s+([A-Z][\w]*)|\btype\s+([A-Z]\w*)\s*(?:<[^>]*>)?\s*=|\bstruct\s+([a-z_]\w*)\s*\{",
+        r"\b(?:struct|enum|trait|class|interface|union|record|protocol)\s+([A-Z][\w]*)|\bimpl(?:<[^>]*>)?\s+((?:[a-z_]\w*::)*[A-Z]\w*)|\btype\s+([A-Z]\w*)\s*(?:<[^>]*>)?\s*=|\bstruct\s+([a-z_]\w*)\s*\{",
     )
 });
 
@@ -130,7 +130,9 @@ static FRAME: LazyLock<Regex> = LazyLock::new(|| {
 /// A generic type (`Map<String, Item>`) and a declaration's type (`Path file)`,
 /// `OrderRepository repo =`).
 static DECLARED_TYPE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\b((?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)(?:<|\[\]|\s+[a-z_]\w*\s*[=;,)])")
+    re(
+        r"\b((?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)(?:<|\[\]|\s+[a-z_]\w*\s*[=;,)]|\s*\{\s*[a-z_]\w*:)",
+    )
 });
 
 static CODE_TYPE: LazyLock<Regex> = LazyLock::new(|| {
@@ -393,7 +395,11 @@ impl Finder<'_> {
                     self.add_type(whole.start(), whole.end());
                     continue;
                 }
-                let Some(list) = c.get(1).or_else(|| c.get(4)) else {
+                if let Some(function) = c.get(4) {
+                    self.add(Kind::Function, function.start(), function.end());
+                    continue;
+                }
+                let Some(list) = c.get(1).or_else(|| c.get(5)) else {
                     continue;
                 };
                 for m in IMPORTED_NAME.find_iter(list.as_str()) {
@@ -514,7 +520,7 @@ impl Finder<'_> {
             }
         }
         for c in DEFINITION.captures_iter(text) {
-            if let Some(m) = (1..=3).find_map(|i| c.get(i)) {
+            if let Some(m) = (1..=4).find_map(|i| c.get(i)) {
                 self.add_type(m.start(), m.end());
             }
         }

@@ -119,7 +119,7 @@ fn ascii_words(pattern: &str) -> String {
 }
 
 /// One piece of a path: a name, or a route's parameter (`<int:id>`, `{id}`, `:id`).
-const SEGMENT: &str = r"(?:[\w.@+-]*\*[\w.@+*-]*[\w.]|[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
+const SEGMENT: &str = r"(?:[\w.@+-]*\*[\w.@+*-]*[\w.]|\$\(\w+\)[\w.@+-]*|\$\{?\w+\}?[\w.@+-]*|[\w.@+-]+|<[\w:]+>|\{[\w:]+\})";
 
 /// File extensions that make a bare name a path.
 const EXTENSIONS: &str = "a|o|rs|toml|lock|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ndjson|py|pyi|go|mod|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|sh|bash|zsh|sql|md|txt|yaml|yml|html|css|scss|xml|ini|cfg|conf|env|log|proto|graphql|vue|svelte|lua|ex|exs|erl|hs|ml|scala|gradle|dockerfile|csv|ipynb|db|sqlite|gguf|wasm|so|dylib|dll|exe|patch|diff|out|bin|tar|gz|tgz|zip|whl|jar|class|pyc|pem|crt|svg|png|jpg|pdf|lockb|mk|cmake|tf|nix|bzl|service";
@@ -170,7 +170,7 @@ const NOT_PATHS: &[&str] = &[
 /// (`origin/main`).
 fn a_branch(text: &str, at: usize, piece: &str) -> bool {
     static DECORATED: LazyLock<Regex> =
-        LazyLock::new(|| re(r"(?:[0-9a-f]{7,40} \([^)\n]*|-> |branch '|tag: )$"));
+        LazyLock::new(|| re(r"(?:[0-9a-f]{7,40} \([^)\n]*|HEAD -> |branch '|tag: )$"));
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     DECORATED.is_match(&text[line_start..at]) || piece.starts_with("origin/")
 }
@@ -297,7 +297,7 @@ static PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:file://)?(?:~|\.{{1,2}})?/{SEGMENT}(?:/{SEGMENT})*/?(?:\?[\w=&%.+-]+)?|[\w.@+-]+(?:/{SEGMENT})+/?|\b[\w.+-]+\.(?:{EXTENSIONS})\b"
+        r"(?:file://)?(?:~|\.{{1,2}}|\$\(\w+\)|\$\{{?\w+\}}?)?/{SEGMENT}(?:/{SEGMENT})*/?(?:\?[\w=&%.+-]+)?|[\w.@+-]+(?:/{SEGMENT})+/?|\b[\w.+-]+\.(?:{EXTENSIONS})(?:\.(?:orig|bak|before|after|old|new|tmp|swp|rej|backup))?\b"
     ))
 });
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
@@ -305,9 +305,18 @@ static UUID: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PREFIXED_ID: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job|pi|sub|ord|cus|ch|acct|txn|tok|usr|inv|pay|batch|task|ses|corr)_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\bchatcmpl-[A-Za-z0-9]{6,}\b|\b[a-z]{2,5}_(?:[A-Za-z]*[0-9]|[0-9]*[A-Z])[A-Za-z0-9]{7,}\b",
+        r"\b(?:req|msg|call|toolu|run|sess|trace|span|evt|job|pi|sub|ord|cus|ch|acct|txn|tok|usr|inv|pay|batch|task|ses|corr)_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\bchatcmpl-[A-Za-z0-9]{6,}\b|\b[a-z]{2,8}_(?:[A-Za-z]*[0-9]|[0-9]*[A-Z])[A-Za-z0-9]{7,}\b",
     )
 });
+/// A line of `ls -l`: mode, links, owner, group, size, date, then the name.
+static LS_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?m)^[dlcbps-][rwxsStT-]{9}[.@+]?\s+\d+\s+\S+\s+\S+\s+[\d,]+\s+\w{3}\s+\d+\s+[\d:]+\s+([^\s/][^\s]*?)(?: -> \S+)?$",
+    )
+});
+/// A directory written with its slash alone: `COPY src/ src/`, `\tconfig/`.
+static BARE_DIR: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(?m)(?:^|[\s"'(=])([A-Za-z_][\w.-]*/)(?:$|[\s"')])"#));
 /// A test's id as pytest prints it: `tests/test_api.py::TestCart::test_total[case-1]`.
 static PYTEST_ID: LazyLock<Regex> = LazyLock::new(|| re(r"[\w./-]*\.py::[\w:]+(?:\[[^\]\s]*\])?"));
 /// W3C `traceparent`: version, trace id, span id, flags.
@@ -316,7 +325,7 @@ static TRACEPARENT: LazyLock<Regex> =
 /// A hash at the start of a line, as `git log --oneline` prints it (digits only included).
 static COMMIT_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m)^[*|\\/ ]*\^?([0-9a-f]{7,40})\s|\bMerge:\s+([0-9a-f]{7,40})\s+([0-9a-f]{7,40})|\bindex ([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})",
+        r"(?m)^[*|\\/ ]*\^?([0-9a-f]{7,40})\s|\bMerge:\s+([0-9a-f]{7,40})\s+([0-9a-f]{7,40})|\bindex ([0-9a-f]{7,40})(?:,([0-9a-f]{7,40}))?\.\.([0-9a-f]{7,40})",
     )
 });
 static COMMIT: LazyLock<Regex> = LazyLock::new(|| re(r"\b[0-9a-f]{7,40}\b"));
@@ -327,7 +336,7 @@ static ISSUE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static ERROR_CODE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA|EAI)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b|\[(-W[\w=-]+)\]|(?:noqa|disable)[:=]\s*([A-Z]+\d+)"
+        r"\bE\d{{3,5}}\b|\b(?:{ERRNO})\b|\b(?:ERR|ERROR|SQLITE|HTTP|NS|WSA|EAI)_[A-Z0-9_]+\b|\b(?:TS|CS|PY|SC)\d{{3,5}}\b|\b[A-Z]\d{{4}}\b|\[(-W[\w=-]+)\]|\bclippy::[a-z_]+\b|\bE_[A-Z][A-Z0-9_]+\b|(?:noqa|disable)[:=]\s*([A-Z]+\d+)"
     ))
 });
 
@@ -335,7 +344,7 @@ static ERROR_CODE: LazyLock<Regex> = LazyLock::new(|| {
 /// error (`code AUTH_TOKEN_EXPIRED`, `error: QUOTA_EXCEEDED`).
 static NAMED_CODE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?i:\b(?:trace|span|request|correlation)(?:[ _-]?id)?)[\s:=#"']+([0-9a-fA-F]{16,64})\b|(?i:\b(?:code|error|errno|status|reason|err))[\s:=("'`]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|\b([A-Z][A-Z0-9]*_(?:ERR|ERROR|E)_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_(?:ERROR|FAILED|FAILURE|DENIED|INVALID|TIMEOUT|TIMED_OUT|LOCKED|EXPIRED|NOT_FOUND|UNAVAILABLE|EXCEEDED|CONFLICT|REJECTED|MISSING|FORBIDDEN|UNAUTHORIZED))\b|\bSQLSTATE[\s:=\[]*([0-9A-Z]{5})\b"#,
+        r#"(?i:\b(?:trace|span|request|correlation)(?:[ _-]?id)?)[\s:=#"']+([0-9a-fA-F]{16,64})\b|(?i:\b(?:code|error|errno|status|reason|err|err_code|error_code|errcode|error_kind))[\s:=("'`]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|\b([A-Z][A-Z0-9]*_(?:ERR|ERROR|E)_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_(?:ERROR|FAILED|FAILURE|DENIED|INVALID|TIMEOUT|TIMED_OUT|LOCKED|EXPIRED|NOT_FOUND|UNAVAILABLE|EXCEEDED|CONFLICT|REJECTED|MISSING|FORBIDDEN|UNAUTHORIZED))\b|\bSQLSTATE[\s:=\[]*([0-9A-Z]{5})\b"#,
     )
 });
 
@@ -407,6 +416,27 @@ impl Finder<'_> {
         }
     }
 
+    /// Names `ls -l` lists, and directories written with their slash alone (`src/`, `api/`).
+    fn listed(&mut self) {
+        let text = self.text;
+        if has(text, &["rw", "r-"]) {
+            for c in LS_LINE.captures_iter(text) {
+                if let Some(m) = c.get(1)
+                    && !matches!(m.as_str(), "." | "..")
+                {
+                    self.add(Kind::Path, m.start(), m.end());
+                }
+            }
+        }
+        for c in BARE_DIR.captures_iter(text) {
+            if let Some(m) = c.get(1)
+                && !NOT_PATHS.contains(&m.as_str().trim_end_matches('/'))
+            {
+                self.add(Kind::Path, m.start(), m.end());
+            }
+        }
+    }
+
     /// Ids on their own (one inside a path or a URL goes with it).
     fn ids(&mut self) {
         let text = self.text;
@@ -444,7 +474,7 @@ impl Finder<'_> {
             }
         }
         for c in COMMIT_LINE.captures_iter(text) {
-            for hash in (1..=5).filter_map(|i| c.get(i)) {
+            for hash in (1..=6).filter_map(|i| c.get(i)) {
                 self.add(Kind::Commit, hash.start(), hash.end());
             }
         }
@@ -570,6 +600,7 @@ pub fn extract(text: &str) -> Vec<Identifier> {
     };
     found.urls_and_ids();
     found.paths();
+    found.listed();
     found.ids();
     found.codes();
     found.frames();
