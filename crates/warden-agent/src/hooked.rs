@@ -221,10 +221,20 @@ impl Agent<'_> {
 
     /// Applies `PreToolUse`'s verdict to a decided call: a deny refuses it, an ask makes an
     /// allowed call ask, an allow answers only the question the policy would put to a person.
+    /// What the organisation's hook asks, `--on-ask allow` does not answer: only a person or
+    /// the organisation's own `PermissionRequest` hooks do.
     pub(crate) fn narrow(&self, checked: &mut Checked, outcome: &Outcome) {
-        let flag_answers = self.approver.is_none() && self.on_ask == OnAsk::Allow;
+        let flag = self.approver.is_none() && self.on_ask == OnAsk::Allow;
+        let org_asks = org_decided(outcome, "ask", &self.settings.sources);
         let held = self.registry.held(&checked.name).is_some();
-        crate::served::narrow(checked, outcome, flag_answers, held);
+        crate::served::narrow(checked, outcome, flag && !org_asks, held);
+        if flag && org_asks && checked.decision.decision == DecisionKind::RequireApproval {
+            checked.decision.reason = format!(
+                "{}; the organisation's hook asks a person, and --on-ask allow does not answer \
+                 for one",
+                checked.decision.reason
+            );
+        }
     }
 
     /// `PermissionRequest` (and `Notification` when a person is about to be asked): whether

@@ -5,6 +5,7 @@
 //! hooks before and after it is trusted, and Claude Code's settings imported and run unchanged.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use serde_json::{Value, json};
 use warden_fake_provider::{Call, FakeProvider, openai};
@@ -473,4 +474,87 @@ fn a_wait_for_a_person_a_failed_call_and_a_compaction_are_heard() {
         .find(|l| l["hook_event_name"] == "PreCompact")
         .unwrap_or_else(|| panic!("{seen:?}"));
     assert_eq!(compacting["trigger"], "auto");
+}
+
+/// `cmd` in a mount namespace of its own whose `/etc` (an overlay of the machine's) holds
+/// `managed` as `/etc/warden/managed.toml`: the machine-wide settings for that one process.
+/// `None` where mount namespaces are not to be had (a failure when the kernel is required).
+fn under_managed(p: &Project, cmd: &std::process::Command, managed: &str) -> Option<Command> {
+    let unshare = Command::new("unshare").args(["-m", "true"]).status();
+    if !unshare.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "mount namespaces are required here"
+        );
+        return None;
+    }
+    let layer = p.tmp().join("etc-layer");
+    std::fs::create_dir_all(&layer).unwrap();
+    std::fs::write(p.tmp().join("managed.toml"), managed).unwrap();
+    let script = "set -e; l=$1; shift; mount -t tmpfs none \"$l\"; mkdir \"$l/u\" \"$l/w\"; \
+                  mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$l/u,workdir=$l/w\" /etc; \
+                  mkdir -p /etc/warden; cp \"$l/../managed.toml\" /etc/warden/managed.toml; \
+                  exec \"$@\"";
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(&layer)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .current_dir(cmd.get_current_dir().unwrap());
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    Some(wrapped)
+}
+
+#[test]
+fn what_the_organisation_s_hook_asks_on_ask_allow_does_not_answer() {
+    let hooks = format!(
+        "[[hooks.PreToolUse]]\ncommand = \"python3 {org}\"\n\n[[hooks.PermissionRequest]]\n\
+         command = \"python3 {org}\"\n",
+        org = script("org.py")
+    );
+    let calls = || {
+        model_calling(&[
+            write("w1", "review.txt"),
+            write("w2", "review-signed.txt"),
+            write("w3", "plain.txt"),
+        ])
+    };
+    let flags = ["--mode", "accept-edits", "--on-ask", "allow", "fix it"];
+    // The probe: the same hook in the user's own settings, whose ask the flag answers.
+    let p = Project::new();
+    let log = user_settings(&p, &hooks);
+    let server = calls();
+    let out = run(&p, &server, &flags[..4], flags[4], &log);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        p.root().join("review.txt").exists(),
+        "{:?}",
+        results(&server)
+    );
+    // The organisation's: only a person or its own PermissionRequest hook answers.
+    let p = Project::new();
+    let server = calls();
+    let mut cmd = crate::support::agent_command(&p, &format!("{}/v1", server.url()));
+    cmd.args(flags);
+    let Some(mut cmd) = under_managed(&p, &cmd, &hooks) else {
+        return;
+    };
+    let out = finish(&cmd.output().unwrap());
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let sent = results(&server);
+    assert!(!p.root().join("review.txt").exists(), "{sent:?}");
+    let refused = result(&sent, "w1");
+    assert!(
+        refused.contains("the organisation reviews these")
+            && refused.contains("--on-ask allow does not answer"),
+        "{refused}"
+    );
+    assert!(p.root().join("review-signed.txt").exists(), "{sent:?}");
+    assert!(p.root().join("plain.txt").exists(), "{sent:?}");
 }
