@@ -289,3 +289,40 @@ fn a_token_that_expires_during_a_run_is_renewed_and_the_call_made_again() {
     let third = model.received()[2].json().to_string();
     assert!(third.contains("a logged-in caller"), "{third}");
 }
+
+#[test]
+fn a_login_revoked_during_a_run_is_named_with_the_command_that_gives_a_new_one() {
+    use warden_fake_provider::{Call, FakeProvider, openai};
+    // The refresh token works once (at the start) and is refused after.
+    let (_server, url) = oauth_server_renewing(1);
+    let p = Project::new();
+    with_web(&p, &url);
+    paste_login(&p);
+    let model = FakeProvider::start(vec![
+        openai::calls(
+            "",
+            &[Call::new("w", "mcp__web__whoami", &serde_json::json!({}))],
+            8,
+        ),
+        openai::calls(
+            "",
+            &[Call::new("x", "mcp__web__expire", &serde_json::json!({}))],
+            8,
+        ),
+        openai::calls(
+            "",
+            &[Call::new("y", "mcp__web__whoami", &serde_json::json!({}))],
+            8,
+        ),
+        openai::text("done"),
+    ]);
+    let run = crate::support::warden_run(&p, &model, &[], "expire, then ask");
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    // The probe: the login worked in this run before it was revoked.
+    let second = model.received()[1].json().to_string();
+    assert!(second.contains("a logged-in caller"), "{second}");
+    let last = model.received()[3].json().to_string();
+    assert!(last.contains("its login expired or was revoked"), "{last}");
+    assert!(last.contains("warden mcp login web"), "{last}");
+    assert!(last.contains("invalid_grant"), "{last}");
+}

@@ -59,11 +59,18 @@ impl DynamicTool for McpCall {
         }
         let unpinned = self.pins.pin(&self.server, &self.tool, &self.offered).err();
         let mut outcome = self.running.call(&self.tool, args.clone());
+        let mut renewal = None;
         if let Err(error) = &outcome {
             // A token that expired during the session is renewed, and the call made again;
             // one that lacks a scope is a step-up, when a person can log in again.
             let again = match error {
-                McpError::LoginNeeded { .. } => self.renew(ctx),
+                McpError::LoginNeeded { .. } => match self.renew(ctx) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        renewal = Some(why);
+                        false
+                    }
+                },
                 McpError::MoreScope { challenge, .. } => self.step_up(ctx, challenge),
                 _ => false,
             };
@@ -78,6 +85,21 @@ impl DynamicTool for McpCall {
                 McpError::NoTool { .. } => ToolErrorKind::UnknownTool,
                 _ => ToolErrorKind::Unavailable,
             };
+            // A login that expired or was revoked during the session, and could not be
+            // renewed: a person logs in again.
+            if let McpError::LoginNeeded { .. } = &error {
+                return ToolError::new(
+                    ToolErrorKind::Unavailable,
+                    format!(
+                        "the MCP server {} refused {}: its login expired or was revoked, and {}; \
+                         a person can log in again with `warden mcp login {}`",
+                        self.server,
+                        self.tool,
+                        renewal.as_deref().unwrap_or("could not be renewed"),
+                        self.server
+                    ),
+                );
+            }
             // A server at a url that wants more scope than the login gave names it: a person
             // can log in again asking for it.
             if let McpError::MoreScope { scope, .. } = &error {
@@ -192,22 +214,27 @@ impl McpCall {
     }
 
     /// Renews the server's token with its refresh token and replaces the session with one that
-    /// sends it: whether it did.
-    fn renew(&self, ctx: &ToolContext) -> bool {
+    /// sends it; why it could not, if it could not.
+    fn renew(&self, ctx: &ToolContext) -> Result<(), String> {
         let running = &self.running;
         let Some(data_dir) = ctx.settings.dirs.data_dir.clone() else {
-            return false;
+            return Err("warden has no data directory to keep a login in".to_owned());
         };
         let store = warden_mcp::oauth::store::TokenStore::new(&data_dir);
-        let Ok(Some(tokens)) = store.get(&running.name) else {
-            return false;
+        let tokens = match store.get(&running.name) {
+            Ok(Some(tokens)) => tokens,
+            Ok(None) => return Err("warden holds no login for it".to_owned()),
+            Err(why) => return Err(format!("its login could not be read ({why})")),
         };
-        let Ok(renewed) = warden_mcp::oauth::refresh(&tokens) else {
-            return false;
-        };
+        let renewed = warden_mcp::oauth::refresh(&tokens)
+            .map_err(|why| format!("its renewal was refused ({why})"))?;
         let bearer = renewed.access_token.clone();
         let _ = store.put(&running.name, Some(renewed));
-        self.replace_session(ctx, bearer)
+        if self.replace_session(ctx, bearer) {
+            Ok(())
+        } else {
+            Err("no new session could be started with the renewed token".to_owned())
+        }
     }
 
     /// Starts a new session with the server sending `bearer`, in place of the one it has.
