@@ -114,6 +114,9 @@ pub struct McpCallArgs {
     pub tool: String,
     #[command(flatten)]
     pub call: CallOptions,
+    /// Print JSON: the result as `warden tool` prints it, which is what is printed either way.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How one tool call is made and recorded: `warden tool` and `warden mcp call`.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::model::{
     ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    InitializeRequestParams, JsonRpcMessage, ServerNotification,
+    InitializeRequestParams, JsonRpcMessage, ListRootsRequestMethod, ServerNotification,
 };
 use rmcp::service::{NotificationContext, RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -29,8 +29,7 @@ pub(crate) struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
-        // No sampling and no roots: a server asking for them is told the method is not there
-        // (the SDK's default answers). Forms are answered when someone can answer them.
+        // No sampling and no roots: a server asking for them is told the method is not there. Forms are answered when someone can answer them.
         let mut capabilities = ClientCapabilities::default();
         if self.asker.is_some() {
             let mut elicitation = ElicitationCapability::new();
@@ -44,6 +43,17 @@ impl ClientHandler for Handler {
             Implementation::new("warden", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// Roots are not offered: a server that asks anyway is told the method is not there (the
+    /// SDK would answer with an empty list). The protocol deprecates roots; servers of its
+    /// earlier versions still ask.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListRootsRequestMethod>())
     }
 
     async fn create_elicitation(

@@ -350,7 +350,9 @@ fn resources(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliEr
 }
 
 fn call(dir: Option<PathBuf>, args: McpCallArgs) -> Result<Exit, CliError> {
-    let McpCallArgs { server, tool, call } = args;
+    let McpCallArgs {
+        server, tool, call, ..
+    } = args;
     let tool_args = ToolArgs {
         name: warden_mcp::tool_name(&server, &tool),
         call,

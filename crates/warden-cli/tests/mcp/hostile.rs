@@ -1,6 +1,8 @@
 //! A hostile server (`hostile.py`, real JSON-RPC over stdio): a rug pull held until approved
 //! despite an allow rule, a huge result capped, a hung call timed out, a crash mid-call and
-//! answers that are not JSON-RPC reported clearly, a server's own "failed" kept as a failure.
+//! answers that are not JSON-RPC reported clearly, a server's own "failed" kept as a failure, a
+//! process it leaves running ended with the session, its requests for a model or roots refused,
+//! and only the tools the settings offer listed and called.
 
 use std::path::Path;
 
@@ -315,4 +317,98 @@ fn a_structured_result_is_held_to_the_tool_s_output_schema() {
     assert_eq!(misfit.code, 1, "{}", misfit.stdout);
     assert_eq!(misfit.json()["error"]["kind"], "failed");
     assert!(misfit.stdout.contains("outputSchema"), "{}", misfit.stdout);
+}
+
+#[test]
+fn what_a_server_leaves_running_ends_with_the_session() {
+    let marker = format!("warden-left-behind-{}", std::process::id());
+    let alive = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    // What the kernel takes down with the sandbox's last process may take a moment to go.
+    let gone = || {
+        for _ in 0..50 {
+            if !alive() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    };
+    let args = serde_json::json!({ "q": marker }).to_string();
+    // The probe: a server outside the sandbox leaves a process that outlives warden.
+    let p = Project::new();
+    hostile_with(&p, "sandbox = false\n");
+    let run = p.run(&["mcp", "call", "hostile", "spawn", "--args", &args]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let outlived = alive();
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+    assert!(outlived, "the probe's process did not outlive warden");
+    // Inside the sandbox, the session's end ends it.
+    let p = Project::new();
+    hostile(&p);
+    let run = p.run(&["mcp", "call", "hostile", "spawn", "--args", &args]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        gone(),
+        "a process the server left running outlived the session"
+    );
+}
+
+#[test]
+fn a_server_asking_warden_for_a_model_or_its_roots_is_refused() {
+    let p = Project::new();
+    hostile(&p);
+    for method in ["sampling/createMessage", "roots/list"] {
+        let args = serde_json::json!({ "q": method }).to_string();
+        let run = p.run(&["mcp", "call", "hostile", "ask-client", "--args", &args]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        let content = run.json()["content"].as_str().unwrap().to_owned();
+        let answer: serde_json::Value = serde_json::from_str(&content).unwrap();
+        assert!(
+            answer.get("result").is_none() && answer["error"]["code"].is_i64(),
+            "{method}: {answer}"
+        );
+    }
+}
+
+#[test]
+fn only_the_tools_the_settings_offer_are_listed_and_called() {
+    let listed = |p: &Project| p.run(&["mcp", "tools", "hostile"]).stdout;
+    // The probe: with no lists, every tool of the server is offered.
+    let p = Project::new();
+    hostile(&p);
+    let all = listed(&p);
+    assert!(all.contains("mcp__hostile__huge"), "{all}");
+    assert!(all.contains("mcp__hostile__fails"), "{all}");
+    assert_eq!(call(&p, "fails", &[]).code, 1);
+    // enabled_tools keeps the ones it names; disabled_tools takes one away even from those.
+    let p = Project::new();
+    hostile_with(
+        &p,
+        "enabled_tools = [\"lookup\", \"huge\"]\ndisabled_tools = [\"huge\"]\n",
+    );
+    let some = listed(&p);
+    assert!(some.contains("mcp__hostile__lookup"), "{some}");
+    assert!(!some.contains("mcp__hostile__huge"), "{some}");
+    assert!(!some.contains("mcp__hostile__fails"), "{some}");
+    for tool in ["huge", "fails"] {
+        let refused = call(&p, tool, &[]);
+        assert_eq!(refused.code, 2, "{}", refused.stdout);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("unknown tool \"mcp__hostile__{tool}\"")),
+            "{}",
+            refused.stderr
+        );
+    }
+    assert_eq!(call(&p, "lookup", &[]).json()["content"], "found w");
 }

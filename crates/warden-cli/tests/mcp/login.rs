@@ -204,7 +204,7 @@ fn a_server_echoing_its_token_does_not_show_it_to_the_model() {
     with_web(&p, &url);
     paste_login(&p);
     // The probe: called directly, the server does echo the token it was sent.
-    let direct = p.run(&["mcp", "call", "web", "echo-token"]);
+    let direct = p.run(&["mcp", "call", "web", "echo-token", "--json"]);
     assert!(direct.stdout.contains("tok-renewed"), "{}", direct.stdout);
     // Through a run, the model sees it redacted.
     let model = FakeProvider::start(vec![
