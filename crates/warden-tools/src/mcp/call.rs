@@ -78,52 +78,7 @@ impl DynamicTool for McpCall {
                 outcome = self.running.call(&self.tool, args);
             }
         }
-        let outcome = outcome.map_err(|error| {
-            let kind = match &error {
-                McpError::Timeout { .. } => ToolErrorKind::Timeout,
-                McpError::Arguments(_) => ToolErrorKind::InvalidArguments,
-                McpError::NoTool { .. } => ToolErrorKind::UnknownTool,
-                _ => ToolErrorKind::Unavailable,
-            };
-            // A login that expired or was revoked during the session, and could not be
-            // renewed: a person logs in again.
-            if let McpError::LoginNeeded { .. } = &error {
-                return ToolError::new(
-                    ToolErrorKind::Unavailable,
-                    format!(
-                        "the MCP server {} refused {}: its login expired or was revoked, and {}; \
-                         a person can log in again with `warden mcp login {}`",
-                        self.server,
-                        self.tool,
-                        renewal.as_deref().unwrap_or("could not be renewed"),
-                        self.server
-                    ),
-                );
-            }
-            // A server at a url that wants more scope than the login gave names it: a person
-            // can log in again asking for it.
-            if let McpError::MoreScope { scope, .. } = &error {
-                return ToolError::new(
-                    ToolErrorKind::Unavailable,
-                    format!(
-                        "the MCP server {} refused {}: its login lacks the scope it needs{}; a \
-                         person can grant it with `warden mcp login {}{}`",
-                        self.server,
-                        self.tool,
-                        scope
-                            .as_deref()
-                            .map(|s| format!(" ({s})"))
-                            .unwrap_or_default(),
-                        self.server,
-                        scope
-                            .as_deref()
-                            .map(|s| format!(" --scope '{s}'"))
-                            .unwrap_or_default()
-                    ),
-                );
-            }
-            ToolError::new(kind, error.to_string())
-        })?;
+        let outcome = outcome.map_err(|error| self.refused(&error, renewal.as_deref()))?;
         if outcome.is_error {
             return Err(ToolError::new(
                 ToolErrorKind::Failed,
@@ -166,6 +121,55 @@ impl DynamicTool for McpCall {
 const MOST_STEP_UPS: usize = 3;
 
 impl McpCall {
+    /// What the model is told of a call the server did not answer; `renewal`: why a login
+    /// that expired could not be renewed.
+    fn refused(&self, error: &McpError, renewal: Option<&str>) -> ToolError {
+        let kind = match error {
+            McpError::Timeout { .. } => ToolErrorKind::Timeout,
+            McpError::Arguments(_) => ToolErrorKind::InvalidArguments,
+            McpError::NoTool { .. } => ToolErrorKind::UnknownTool,
+            _ => ToolErrorKind::Unavailable,
+        };
+        // A login that expired or was revoked during the session, and could not be
+        // renewed: a person logs in again.
+        if let McpError::LoginNeeded { .. } = error {
+            return ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!(
+                    "the MCP server {} refused {}: its login expired or was revoked, and {}; \
+                     a person can log in again with `warden mcp login {}`",
+                    self.server,
+                    self.tool,
+                    renewal.unwrap_or("could not be renewed"),
+                    self.server
+                ),
+            );
+        }
+        // A server at a url that wants more scope than the login gave names it: a person
+        // can log in again asking for it.
+        if let McpError::MoreScope { scope, .. } = error {
+            return ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!(
+                    "the MCP server {} refused {}: its login lacks the scope it needs{}; a \
+                     person can grant it with `warden mcp login {}{}`",
+                    self.server,
+                    self.tool,
+                    scope
+                        .as_deref()
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default(),
+                    self.server,
+                    scope
+                        .as_deref()
+                        .map(|s| format!(" --scope '{s}'"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        ToolError::new(kind, error.to_string())
+    }
+
     /// A person logs in again asking for what `challenge` names, and the server's session is
     /// replaced by one with the new token: whether it was (no one to ask, a server that is not
     /// at a url, a login that failed or was left, or the [`MOST_STEP_UPS`]th time: not).
