@@ -15,7 +15,7 @@ pub(crate) const TRUST_FILE: &str = "trust.toml";
 /// The remembered rules, in the data directory.
 pub(crate) const REMEMBERED_FILE: &str = "remembered.toml";
 /// The sandbox's index of toolchain directories, in the data directory.
-pub(crate) const TOOLCHAIN_INDEX: &str = "toolchains.json";
+pub(crate) const TOOLCHAIN_INDEX: &str = "toolchains.idx";
 /// Held while a state file changes.
 const LOCK_FILE: &str = ".state.lock";
 

@@ -236,7 +236,7 @@ fn kept_roots(
                 return names_walk(root, rule);
             };
             let index = index.get_or_insert_with(|| crate::toolchains::Index::load(at, rule));
-            decide_all(root, index.candidates(root, rule), rule)
+            decide_all(root, index, rule)
         });
         // What was masked then and is gone now has no mount point left.
         found
@@ -287,18 +287,21 @@ pub(crate) fn leading_outside(roots: &[PathBuf]) -> Vec<PathBuf> {
     linked(&roots, &none, &none, &MaskRule::default()).outside
 }
 
-/// What the rule says of each candidate of `root`.
-fn decide_all(root: &Path, candidates: Vec<(PathBuf, bool)>, rule: &dyn Masking) -> Kept {
+/// What the rule says of each candidate of `root` (what the index kept of a file unchanged
+/// since, else decided now).
+fn decide_all(root: &Path, index: &mut crate::toolchains::Index, rule: &dyn Masking) -> Kept {
     let mut found = Kept::default();
     let real = RealRoot::of(root);
-    for (path, beside_key) in candidates {
-        if !path.is_file() {
-            continue;
-        }
-        let decision = rule.decide(&real.at(&path), beside_key, &mut || {
-            crate::masking::head(&path)
+    for candidate in index.candidates(root, rule) {
+        let path = &candidate.path;
+        let decided = index.verdict(&candidate, || {
+            rule.decide(&real.at(path), candidate.beside_key, &mut || {
+                crate::masking::head(path)
+            })
         });
-        found.record(path, decision);
+        if let Some(decision) = decided {
+            found.record(candidate.path, decision);
+        }
     }
     found
 }

@@ -215,7 +215,7 @@ fn main() {
         kept.push(t.elapsed());
     }
     // Each process's first command, with the index of an earlier one (a `warden exec` each).
-    let index = dir.path().join("toolchains.json");
+    let index = dir.path().join("toolchains.idx");
     let mut indexed = Vec::new();
     for _ in 0..7 {
         let process = Request {
