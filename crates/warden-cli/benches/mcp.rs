@@ -140,6 +140,9 @@ fn starts(root: &Path) {
     let description = root.join("description.txt");
     std::fs::write(&description, "Looks a word up.").unwrap();
     let mut settings = Settings::defaults(root.to_path_buf());
+    // A data directory, as every user has: the sandbox keeps its index of the home's
+    // toolchains there (without one, each start walks them whole).
+    settings.dirs.data_dir = Some(root.join("data"));
     // The interpreter itself: a version manager's shim on PATH would be timed, not it.
     let server = McpServer {
         tool_timeout_seconds: 30,
