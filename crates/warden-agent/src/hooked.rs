@@ -225,16 +225,8 @@ impl Agent<'_> {
     /// the organisation's own `PermissionRequest` hooks do.
     pub(crate) fn narrow(&self, checked: &mut Checked, outcome: &Outcome) {
         let flag = self.approver.is_none() && self.on_ask == OnAsk::Allow;
-        let org_asks = org_decided(outcome, "ask", &self.settings.sources);
         let held = self.registry.held(&checked.name).is_some();
-        crate::served::narrow(checked, outcome, flag && !org_asks, held);
-        if flag && org_asks && checked.decision.decision == DecisionKind::RequireApproval {
-            checked.decision.reason = format!(
-                "{}; the organisation's hook asks a person, and --on-ask allow does not answer \
-                 for one",
-                checked.decision.reason
-            );
-        }
+        crate::served::narrow(checked, outcome, flag, held, &self.settings.sources);
     }
 
     /// `PermissionRequest` (and `Notification` when a person is about to be asked): whether
@@ -458,7 +450,7 @@ fn write_private(path: &std::path::Path, text: &str, append: bool) -> std::io::R
 
 /// Whether a hook from the managed settings (`/etc/warden/managed.toml`) decided `decision` in
 /// `outcome`.
-fn org_decided(
+pub(crate) fn org_decided(
     outcome: &Outcome,
     decision: &str,
     sources: &[warden_config::SettingsSource],

@@ -5,7 +5,7 @@
 //! call there: the changed call is not the one the client sent, and the client is not told.
 
 use serde_json::{Map, Value, json};
-use warden_config::{HookEvent, Settings};
+use warden_config::{HookEvent, Settings, SettingsSource};
 use warden_hooks::{HookRunner, Outcome, Session, Verdict, claude_input, claude_name};
 use warden_protocol::{DecisionKind, PolicyLayer, ToolResult, ToolStatus};
 use warden_tools::Checked;
@@ -14,6 +14,8 @@ use warden_tools::Checked;
 pub struct ServedHooks {
     runner: HookRunner,
     session: Session,
+    /// The settings' files, to tell the organisation's hooks.
+    sources: Vec<SettingsSource>,
 }
 
 impl ServedHooks {
@@ -27,12 +29,21 @@ impl ServedHooks {
                 permission_mode: crate::hooked::permission_mode(settings.permissions.mode)
                     .to_owned(),
             },
+            sources: settings.sources.clone(),
         }
     }
 
     /// `PreToolUse` for a call, applied to its decision. `held`: the tool's MCP definition
-    /// changed since it was pinned (a person's question only). What ran, for the trace.
-    pub fn before(&self, id: &str, args: &Value, checked: &mut Checked, held: bool) -> Outcome {
+    /// changed since it was pinned (a person's question only); `on_ask_allows`: `--on-ask allow`
+    /// answers for a client that takes no forms. What ran, for the trace.
+    pub fn before(
+        &self,
+        id: &str,
+        args: &Value,
+        checked: &mut Checked,
+        held: bool,
+        on_ask_allows: bool,
+    ) -> Outcome {
         if !self.runner.listens(HookEvent::PreToolUse) {
             return Outcome::default();
         }
@@ -45,8 +56,7 @@ impl ServedHooks {
                     .to_owned(),
             );
         }
-        // Nobody answers for the client here: its own form (or --on-ask) does.
-        narrow(checked, &outcome, false, held);
+        narrow(checked, &outcome, on_ask_allows, held, &self.sources);
         outcome
     }
 
@@ -94,12 +104,23 @@ impl ServedHooks {
 }
 
 /// Applies a `PreToolUse` verdict to a decided call: a deny refuses it, an ask makes an allowed
-/// call ask (unless `flag_answers`: `--on-ask allow` with nobody to ask), an allow answers only a
-/// question the policy would put to a person about a tool whose definition is not `held`.
-pub(crate) fn narrow(checked: &mut Checked, outcome: &Outcome, flag_answers: bool, held: bool) {
+/// call ask (unless `flag`: `--on-ask allow` with nobody to ask answers it, but never what a hook
+/// of the managed settings among `sources` asks), an allow answers only a question the policy
+/// would put to a person about a tool whose definition is not `held`.
+pub(crate) fn narrow(
+    checked: &mut Checked,
+    outcome: &Outcome,
+    flag: bool,
+    held: bool,
+    sources: &[SettingsSource],
+) {
     if checked.invalid.is_some() {
         return;
     }
+    // What the organisation's hook asks, only a person or the organisation's own
+    // `PermissionRequest` hooks answer.
+    let org_asks = crate::hooked::org_decided(outcome, "ask", sources);
+    let flag_answers = flag && !org_asks;
     let reason = outcome.reason();
     let reason = if reason.trim().is_empty() {
         "no reason given".to_owned()
@@ -121,6 +142,13 @@ pub(crate) fn narrow(checked: &mut Checked, outcome: &Outcome, flag_answers: boo
                 d.decision = DecisionKind::RequireApproval;
                 d.reason = format!("a hook asks: {reason}");
                 d.layer = PolicyLayer::Hook;
+            }
+            if flag && org_asks {
+                d.reason = format!(
+                    "{}; the organisation's hook asks a person, and --on-ask allow does not \
+                     answer for one",
+                    d.reason
+                );
             }
         }
         // A tool whose definition changed since it was pinned is a person's question.

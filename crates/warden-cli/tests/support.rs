@@ -584,3 +584,38 @@ pub(crate) fn fields(records: &[Value], keys: &[&str]) -> Vec<String> {
         })
         .collect()
 }
+
+/// `cmd` in a mount namespace of its own whose `/etc` (an overlay of the machine's) holds
+/// `managed` as `/etc/warden/managed.toml`: the machine-wide settings for that one process.
+/// `None` where mount namespaces are not to be had (a failure when the kernel is required).
+pub(crate) fn under_managed(p: &Project, cmd: &Command, managed: &str) -> Option<Command> {
+    let unshare = Command::new("unshare").args(["-m", "true"]).status();
+    if !unshare.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("WARDEN_REQUIRE_KERNEL").is_none(),
+            "mount namespaces are required here"
+        );
+        return None;
+    }
+    let layer = p.tmp().join("etc-layer");
+    std::fs::create_dir_all(&layer).unwrap();
+    std::fs::write(p.tmp().join("managed.toml"), managed).unwrap();
+    let script = "set -e; l=$1; shift; mount -t tmpfs none \"$l\"; mkdir \"$l/u\" \"$l/w\"; \
+                  mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$l/u,workdir=$l/w\" /etc; \
+                  mkdir -p /etc/warden; cp \"$l/../managed.toml\" /etc/warden/managed.toml; \
+                  exec \"$@\"";
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(&layer)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .current_dir(cmd.get_current_dir().unwrap());
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    Some(wrapped)
+}

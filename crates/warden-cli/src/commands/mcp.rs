@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use serde_json::json;
+use serde_json::{Value, json};
 use warden_config::NewMcpServer;
+use warden_protocol::printable_text as printable;
 use warden_tools::{McpServers, Registry, ToolContext};
 
 use super::{load_settings, print_json};
@@ -312,9 +313,10 @@ fn tools(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliError>
     if json {
         print_json(&specs)?;
     } else {
+        // A server's words, escaped for the terminal.
         for spec in specs {
             let first = spec.description.lines().next().unwrap_or_default();
-            println!("{:<32} {first}", spec.name);
+            println!("{:<32} {}", spec.name, printable(first));
         }
     }
     Ok(Exit::Success)
@@ -332,18 +334,19 @@ fn resources(dir: Option<PathBuf>, name: &str, json: bool) -> Result<Exit, CliEr
         print_json(&json!({ "resources": resources, "prompts": prompts }))?;
         return Ok(Exit::Success);
     }
+    let field = |v: &Value, key: &str| printable(v[key].as_str().unwrap_or_default());
     for resource in &resources {
         println!(
             "resource {}  {}",
-            resource["uri"].as_str().unwrap_or_default(),
-            resource["name"].as_str().unwrap_or_default()
+            field(resource, "uri"),
+            field(resource, "name")
         );
     }
     for prompt in &prompts {
         println!(
             "prompt   {}  {}",
-            prompt["name"].as_str().unwrap_or_default(),
-            prompt["description"].as_str().unwrap_or_default()
+            field(prompt, "name"),
+            field(prompt, "description")
         );
     }
     Ok(Exit::Success)

@@ -118,8 +118,13 @@ pub(super) fn list(dir: Option<PathBuf>, args: &ToolsArgs) -> Result<Exit, CliEr
         print_json(&specs)?;
     } else {
         for spec in registry.specs() {
+            // An MCP server's words, escaped for the terminal.
             let first = spec.description.split(". ").next().unwrap_or_default();
-            println!("{:<10} {first}", spec.name);
+            println!(
+                "{:<10} {}",
+                spec.name,
+                warden_protocol::printable_text(first)
+            );
         }
     }
     Ok(Exit::Success)

@@ -388,6 +388,15 @@ fn only_the_tools_the_settings_offer_are_listed_and_called() {
     let all = listed(&p);
     assert!(all.contains("mcp__hostile__huge"), "{all}");
     assert!(all.contains("mcp__hostile__fails"), "{all}");
+    // A description's escape sequences reach no terminal, here or in `warden tools`.
+    let every = p.run(&["tools"]).stdout;
+    for shown in [&all, &every] {
+        assert!(shown.contains("Says it failed."), "{shown}");
+        assert!(
+            !shown.contains('\x1b') && !shown.contains('\x07'),
+            "{shown:?}"
+        );
+    }
     assert_eq!(call(&p, "fails", &[]).code, 1);
     // enabled_tools keeps the ones it names; disabled_tools takes one away even from those.
     let p = Project::new();

@@ -264,64 +264,47 @@ fn a_server_wanting_more_scope_is_given_it_by_a_new_login_on_the_terminal() {
     );
 }
 
-#[test]
-fn a_token_that_expires_during_a_run_is_renewed_and_the_call_made_again() {
-    use warden_fake_provider::{Call, FakeProvider, openai};
-    let (_server, url) = oauth_server_renewing(10);
+/// A `warden run` logged in to the scripted server (whose refresh token works `refreshes`
+/// times), whose model calls the server's `tools` one a turn: the model, with what it was sent.
+fn logged_in_run(refreshes: u32, tools: &[&str]) -> warden_fake_provider::FakeProvider {
+    use warden_fake_provider::Call;
+    let (_server, url) = oauth_server_renewing(refreshes);
     let p = Project::new();
     with_web(&p, &url);
     paste_login(&p);
-    let model = FakeProvider::start(vec![
-        openai::calls(
-            "",
-            &[Call::new("x", "mcp__web__expire", &serde_json::json!({}))],
-            8,
-        ),
-        openai::calls(
-            "",
-            &[Call::new("w", "mcp__web__whoami", &serde_json::json!({}))],
-            8,
-        ),
-        openai::text("done"),
-    ]);
-    let run = crate::support::warden_run(&p, &model, &[], "expire, then ask");
+    let names: Vec<(String, String)> = (tools.iter().enumerate())
+        .map(|(i, t)| (format!("c{i}"), format!("mcp__web__{t}")))
+        .collect();
+    let calls: Vec<Call<'_>> = names
+        .iter()
+        .map(|(id, name)| Call::new(id, name, &serde_json::json!({})))
+        .collect();
+    let model = crate::support::model_calling(&calls);
+    let run = crate::support::warden_run(&p, &model, &[], "call the tools");
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    let third = model.received()[2].json().to_string();
+    model
+}
+
+/// What the model was sent in its `n`th request.
+fn sent(model: &warden_fake_provider::FakeProvider, n: usize) -> String {
+    model.received()[n].json().to_string()
+}
+
+#[test]
+fn a_token_that_expires_during_a_run_is_renewed_and_the_call_made_again() {
+    let model = logged_in_run(10, &["expire", "whoami"]);
+    let third = sent(&model, 2);
     assert!(third.contains("a logged-in caller"), "{third}");
 }
 
 #[test]
 fn a_login_revoked_during_a_run_is_named_with_the_command_that_gives_a_new_one() {
-    use warden_fake_provider::{Call, FakeProvider, openai};
     // The refresh token works once (at the start) and is refused after.
-    let (_server, url) = oauth_server_renewing(1);
-    let p = Project::new();
-    with_web(&p, &url);
-    paste_login(&p);
-    let model = FakeProvider::start(vec![
-        openai::calls(
-            "",
-            &[Call::new("w", "mcp__web__whoami", &serde_json::json!({}))],
-            8,
-        ),
-        openai::calls(
-            "",
-            &[Call::new("x", "mcp__web__expire", &serde_json::json!({}))],
-            8,
-        ),
-        openai::calls(
-            "",
-            &[Call::new("y", "mcp__web__whoami", &serde_json::json!({}))],
-            8,
-        ),
-        openai::text("done"),
-    ]);
-    let run = crate::support::warden_run(&p, &model, &[], "expire, then ask");
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let model = logged_in_run(1, &["whoami", "expire", "whoami"]);
     // The probe: the login worked in this run before it was revoked.
-    let second = model.received()[1].json().to_string();
+    let second = sent(&model, 1);
     assert!(second.contains("a logged-in caller"), "{second}");
-    let last = model.received()[3].json().to_string();
+    let last = sent(&model, 3);
     assert!(last.contains("its login expired or was revoked"), "{last}");
     assert!(last.contains("warden mcp login web"), "{last}");
     assert!(last.contains("invalid_grant"), "{last}");

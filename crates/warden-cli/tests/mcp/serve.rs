@@ -287,6 +287,20 @@ pub(super) fn run_client(
     approve: Option<&str>,
     via: Via<'_>,
 ) -> Seen {
+    let mut command = client(p, python, calls, flags, approve, via);
+    seen(&command.output().unwrap())
+}
+
+/// The client's command: it starts `warden mcp serve` with `flags` (or reaches it at `via`'s
+/// URL) and makes `calls`, answering forms with `approve`.
+fn client(
+    p: &Project,
+    python: &std::path::Path,
+    calls: &Value,
+    flags: &[&str],
+    approve: Option<&str>,
+    via: Via<'_>,
+) -> std::process::Command {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/serve_client.py");
     let mut command = std::process::Command::new(python);
     command
@@ -307,7 +321,11 @@ pub(super) fn run_client(
     if let Some(answer) = approve {
         command.env("WARDEN_TEST_APPROVE", answer);
     }
-    let out = command.output().unwrap();
+    command
+}
+
+/// What the client printed, once it ended well.
+fn seen(out: &std::process::Output) -> Seen {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -395,5 +413,55 @@ fn the_user_s_hooks_guard_calls_through_the_server_too() {
     assert!(
         hooks.iter().any(|h| h.to_string().contains("\"deny\"")),
         "{traced:?}"
+    );
+}
+
+/// A hook's ask with `--on-ask allow` and a client that takes no forms: the flag answers what
+/// the user's hook asks (as in a run), never what the organisation's hook asks.
+#[test]
+fn on_ask_allow_answers_the_user_s_hook_and_not_the_organisation_s() {
+    let Some(python) = super::peer("venv/bin/python") else {
+        return;
+    };
+    let p = Project::new();
+    if !sandbox_available(&p) {
+        return;
+    }
+    let ask = p.tmp().join("ask.sh");
+    std::fs::write(
+        &ask,
+        "grep -q ask-me || exit 0
+printf '%s' '{\"hookSpecificOutput\": {\"hookEventName\": \
+         \"PreToolUse\", \"permissionDecision\": \"ask\", \"permissionDecisionReason\": \
+         \"a person reads these\"}}'\n",
+    )
+    .unwrap();
+    let hooks = format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"sh {}\"\n",
+        ask.display()
+    );
+    let calls = json!([["bash", {"command": "echo ask-me"}]]);
+    let flags = ["--on-ask", "allow"];
+    // The user's hook: its ask is answered by the flag, and the command runs.
+    p.user_settings(&hooks);
+    let seen_user = run_client(&p, &python, &calls, &flags, None, LEGACY);
+    assert!(!seen_user.call(0).0, "{}", seen_user.out);
+    assert!(seen_user.call(0).1.contains("ask-me"), "{}", seen_user.out);
+    // The organisation's: refused, saying why.
+    p.user_settings("");
+    let command = client(&p, &python, &calls, &flags, None, LEGACY);
+    let Some(mut command) = crate::support::under_managed(&p, &command, &hooks) else {
+        return;
+    };
+    let seen_org = seen(&command.output().unwrap());
+    assert!(seen_org.call(0).0, "{}", seen_org.out);
+    assert!(
+        seen_org.call(0).1.contains("a person reads these")
+            && seen_org
+                .call(0)
+                .1
+                .contains("--on-ask allow does not answer"),
+        "{}",
+        seen_org.out
     );
 }

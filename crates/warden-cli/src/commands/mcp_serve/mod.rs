@@ -335,7 +335,10 @@ fn call(
     let hooks = warden_agent::ServedHooks::new(&shared.settings, connection.session.as_str());
     let call_id = format!("mcp_{}", SessionId::new());
     let held = shared.registry.held(name).is_some();
-    let pre = hooks.before(&call_id, arguments, &mut checked, held);
+    // A client that takes no forms has `--on-ask` answer for it, a hook's ask included (never
+    // the organisation's).
+    let on_ask_allows = matches!(how, How::OnAsk) && shared.on_ask == OnAsk::Allow;
+    let pre = hooks.before(&call_id, arguments, &mut checked, held, on_ask_allows);
     record_hooks(&store, connection, &pre);
     let (mut new_rules, mut always) = (Vec::new(), false);
     if checked.needs_approval() {
