@@ -28,6 +28,9 @@ use crate::masking::{MaskDecision, Masking};
 /// What a file of this format starts with; another is an empty index.
 const MAGIC: &[u8; 8] = b"WTCIDX\x00\x04";
 
+/// The file of the index's earlier, JSON form, beside it: removed once this one is written.
+const LEGACY: &str = "toolchains.json";
+
 /// How old a directory's or a file's times must be for what was read of it to be kept: coarse
 /// clocks tick in milliseconds to seconds, and a change in the same tick could go unseen.
 const SETTLED: i64 = 2;
@@ -205,7 +208,10 @@ impl Index {
             .and_then(|()| std::fs::rename(&temp, path));
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);
+            return;
         }
+        // The index of earlier versions (JSON, keyed by path), read by none since.
+        let _ = std::fs::remove_file(dir.join(LEGACY));
     }
 
     /// The files below `root` the rule may mask, reading again only the directories that
@@ -718,6 +724,8 @@ mod tests {
         std::fs::write(root.join("a/b/secret.txt"), "x").unwrap();
         std::fs::write(root.join("a/plain.txt"), "x").unwrap();
         let file = dir.path().join("toolchains.idx");
+        // The earlier form's file goes once this one is written.
+        std::fs::write(dir.path().join(LEGACY), "{}").unwrap();
         let rule = Names::default();
         let masked = MaskDecision::Masked;
         assert_eq!(
@@ -726,6 +734,7 @@ mod tests {
         );
         let index = Index::load(&file, &rule);
         assert!(!index.changed, "the index was saved and read back");
+        assert!(!dir.path().join(LEGACY).exists());
         assert_eq!(index.trees[0].nodes.len(), 3);
         // A new secret in a directory: its time changes, it is read again.
         std::fs::write(root.join("a/secret2"), "x").unwrap();
