@@ -1,10 +1,11 @@
 //! Shell commands through the layers, one simple command at a time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use warden_config::PermissionMode;
 use warden_protocol::{PolicyLayer, Rewrite, RiskLevel};
 
+use super::place::Place;
 use super::{Engine, Part, Trail, outcome_word, verb};
 use crate::modes::{Outcome, Row, cell};
 use crate::paths::{self, Target};
@@ -45,38 +46,13 @@ impl Engine {
                 None,
             );
         }
-        let mut cwd = self.anchors.cwd.clone();
-        // Where the commands run once a `cd` went where the policy cannot tell (a glob, a
-        // variable, `cd -`, `popd`, `CDPATH`): their relative paths are not known before
-        // running.
-        let mut lost = false;
-        // `CDPATH` looks a relative directory up elsewhere; `set -P` makes every `cd` physical.
-        let cdpath = source.contains("CDPATH");
-        let physical = analysis.commands.iter().any(|c| {
-            c.program == "set"
-                && c.args.iter().any(|a| {
-                    a.text == "physical" || a.text.starts_with('-') && a.text.contains('P')
-                })
-        });
+        let mut place = Place::new(&self.anchors.cwd, &self.anchors.home, source, analysis);
         let mut worst: Option<Part> = None;
         for cmd in &analysis.commands {
-            let unanchored;
-            let cmd = if lost {
-                unanchored = unanchor(cmd);
-                &unanchored
-            } else {
-                cmd
-            };
+            let cmd = place.seen(cmd);
             resources.extend(cmd.reads.iter().chain(&cmd.writes).cloned());
-            let part = self.simple(cmd, &cwd, trail);
-            match next_cwd(cmd, &cwd, &self.anchors.home, lost || cdpath, physical) {
-                Cd::No => {}
-                Cd::To(next) => {
-                    cwd = next;
-                    lost = false;
-                }
-                Cd::Unknown => lost = true,
-            }
+            let part = self.simple(&cmd, &place.cwd, trail);
+            place.after(&cmd);
             worst = Some(match worst {
                 Some(w)
                     if w.outcome > part.outcome
@@ -451,7 +427,7 @@ impl Engine {
 }
 
 /// `$HOME/…` is the home directory, whatever the variable holds elsewhere.
-fn expand_home(raw: &str) -> String {
+pub(super) fn expand_home(raw: &str) -> String {
     match raw.strip_prefix("$HOME") {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
         _ => raw.to_owned(),
@@ -486,7 +462,7 @@ fn unresolved(raw: &[String], cwd: &Path, home: &Path) -> Vec<(String, Target)> 
 }
 
 /// Paths that are known before running (not `$X`, `$(…)`, standard input or `find`'s `{}`).
-fn resolvable(path: &str) -> bool {
+pub(super) fn resolvable(path: &str) -> bool {
     let home = expand_home(path);
     !(home.contains('$')
         || path == crate::shell::STDIN
@@ -494,94 +470,6 @@ fn resolvable(path: &str) -> bool {
         || path.contains("<(…)")
         || path.is_empty())
         && !(path.starts_with('~') && !path.starts_with("~/") && path != "~")
-}
-
-/// What a command does to the working directory of the commands after it.
-enum Cd {
-    /// Nothing.
-    No,
-    /// It moves to a directory known before running.
-    To(PathBuf),
-    /// It moves where only running tells.
-    Unknown,
-}
-
-/// The working directory after `cd DIR` / `pushd DIR`: known when DIR is a literal path
-/// (`relative_unknown`: a relative one is not, since the directory it is relative to, or a
-/// `CDPATH` it is looked up in, is not known). Unknown for a glob, a variable or a
-/// substitution, `cd -` (the previous directory), `popd`, `pushd` without a directory or with an
-/// option (`-n` stays, `+N`/`-N` rotate), and `cd -P` (or any `cd` after `set -P`) through
-/// `..`, which leaves a symbolic link's target rather than the link: lexical `..` is what a
-/// logical `cd`, bash's default, does.
-fn next_cwd(
-    cmd: &SimpleCommand,
-    cwd: &Path,
-    home: &Path,
-    relative_unknown: bool,
-    set_physical: bool,
-) -> Cd {
-    let program = cmd.program.as_str();
-    if program == "popd" {
-        return Cd::Unknown;
-    }
-    if !matches!(program, "cd" | "chdir" | "pushd") {
-        return Cd::No;
-    }
-    let mut options = Vec::new();
-    let mut operand = None;
-    let mut args = cmd.args.iter();
-    while let Some(arg) = args.next() {
-        if arg.text == "--" {
-            operand = args.next();
-            break;
-        }
-        if arg.text.len() > 1 && arg.text.starts_with(['-', '+']) {
-            options.push(arg.text.as_str());
-            continue;
-        }
-        operand = Some(arg);
-        break;
-    }
-    let physical = set_physical || options.iter().any(|o| o.contains('P'));
-    match operand {
-        _ if program == "pushd" && !options.is_empty() => Cd::Unknown,
-        None if program == "pushd" => Cd::Unknown,
-        None => Cd::To(home.to_path_buf()),
-        Some(dir) if dir.text == "-" || !dir.literal || super::globs::is_glob(&dir.text) => {
-            Cd::Unknown
-        }
-        Some(dir) if physical && dir.text.split('/').any(|part| part == "..") => Cd::Unknown,
-        Some(dir) => {
-            let absolute = dir.text.starts_with('/') || dir.text.starts_with('~');
-            if relative_unknown && !absolute {
-                return Cd::Unknown;
-            }
-            Cd::To(paths::resolve(&dir.text, cwd, home).lexical)
-        }
-    }
-}
-
-/// `cmd` with each relative path it reads or writes made unknown (`$PWD/…`): where it runs is
-/// not known.
-fn unanchor(cmd: &SimpleCommand) -> SimpleCommand {
-    let anchor = |paths: &[String]| -> Vec<String> {
-        paths
-            .iter()
-            .map(|p| {
-                if resolvable(p) && !p.starts_with('/') && !p.starts_with('~') {
-                    format!("$PWD/{p}")
-                } else {
-                    p.clone()
-                }
-            })
-            .collect()
-    };
-    SimpleCommand {
-        reads: anchor(&cmd.reads),
-        writes: anchor(&cmd.writes),
-        redirected: anchor(&cmd.redirected),
-        ..cmd.clone()
-    }
 }
 
 /// A safer equivalent for a command that would otherwise need approval.

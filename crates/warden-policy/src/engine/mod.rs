@@ -3,6 +3,7 @@
 mod bash;
 mod globs;
 mod narrow;
+mod place;
 mod project;
 mod remember;
 mod tools;
