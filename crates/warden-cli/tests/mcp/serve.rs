@@ -40,15 +40,18 @@ impl Seen {
     }
 }
 
+/// The SDK's Python and a new project, where both the peers and the sandbox are to be had.
+pub(super) fn client_and_project() -> Option<(std::path::PathBuf, Project)> {
+    let python = super::peer("venv/bin/python")?;
+    let p = Project::new();
+    sandbox_available(&p).then_some((python, p))
+}
+
 #[test]
 fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     p.write("notes.txt", "from the project\n");
     let outside = std::env::temp_dir().join(format!("warden-serve-probe-{}", std::process::id()));
     let _ = std::fs::remove_file(&outside);
@@ -133,13 +136,9 @@ fn another_agent_uses_warden_s_tools_through_its_policy_sandbox_and_trace() {
 /// the command would write and the rule an answer would remember.
 #[test]
 fn a_client_that_takes_forms_asks_its_user_and_the_session_is_one_like_any() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     let client = |calls: &Value, flags: &[&str], approve: Option<&str>| {
         run_client(&p, &python, calls, flags, approve, LEGACY)
     };
@@ -209,13 +208,9 @@ fn a_client_that_takes_forms_asks_its_user_and_the_session_is_one_like_any() {
 /// one call only; an answer for the connection holds for its next calls.
 #[test]
 fn a_stateless_client_answers_by_calling_again() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     let modern = Via {
         mode: "2026-07-28",
         url: None,
@@ -368,13 +363,9 @@ pub(super) fn sessions(p: &Project) -> Vec<Vec<Value>> {
 /// after a call that ran, and both are in the connection's trace.
 #[test]
 fn the_user_s_hooks_guard_calls_through_the_server_too() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     let calls = json!([
         ["bash", {"command": "echo forbidden-word"}],
         ["bash", {"command": "echo harmless"}],
@@ -420,13 +411,9 @@ fn the_user_s_hooks_guard_calls_through_the_server_too() {
 /// the user's hook asks (as in a run), never what the organisation's hook asks.
 #[test]
 fn on_ask_allow_answers_the_user_s_hook_and_not_the_organisation_s() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     let ask = p.tmp().join("ask.sh");
     std::fs::write(
         &ask,

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 use super::serve::{Via, run_client, sessions};
-use crate::support::{Project, sandbox_available};
+use crate::support::Project;
 
 /// The conformance suite's program, if installed.
 fn suite() -> Option<PathBuf> {
@@ -229,13 +229,9 @@ fn it_serves_loopback_only_with_a_token_long_enough() {
 /// session in the trace per connection, and one per stateless request.
 #[test]
 fn an_agent_over_http_is_asked_and_recorded() {
-    let Some(python) = super::peer("venv/bin/python") else {
+    let Some((python, p)) = super::serve::client_and_project() else {
         return;
     };
-    let p = Project::new();
-    if !sandbox_available(&p) {
-        return;
-    }
     let serving = Serving::start(&p, &[]);
     let edit = |file: &str| json!([["bash", {"command": format!("echo yes > {file}")}]]);
     for (mode, answer, file, made) in [
